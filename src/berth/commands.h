@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * One function per subcommand, each in its own cmd-<verb>.c. Each gets the
+ * arguments after its verb (argv[0] is the verb itself, for getopt) and returns
+ * the process exit status.
+ */
+
+int cmd_vm_install(int argc, char **argv);
+int cmd_vm_status(int argc, char **argv);
+int cmd_vm_logs(int argc, char **argv);
+int cmd_vm_stop(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "macros.h"
+
+struct Sha256 {
+	EVP_MD_CTX *ctx;
+};
+
+Sha256 *sha256_new(void)
+{
+	Sha256 *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->ctx = EVP_MD_CTX_new();
+	if (!s->ctx || EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) != 1)
+		return sha256_free(s);
+	return s;
+}
+
+int sha256_update(Sha256 *s, const void *data, size_t len)
+{
+	return EVP_DigestUpdate(s->ctx, data, len) == 1 ? 0 : -EIO;
+}
+
+int sha256_final_hex(Sha256 *s, char ret_hex[SHA256_HEX_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+
+	if (EVP_DigestFinal_ex(s->ctx, md, &len) != 1 || len != SHA256_DIGEST_BYTES)
+		return -EIO;
+	for (unsigned int i = 0; i < len; i++) {
+		ret_hex[2 * i] = hex[md[i] >> 4];
+		ret_hex[2 * i + 1] = hex[md[i] & 15];
+	}
+	ret_hex[SHA256_HEX_LEN] = '\0';
+	return 0;
+}
+
+Sha256 *sha256_free(Sha256 *s)
+{
+	if (s) {
+		EVP_MD_CTX_free(s->ctx);
+		free(s);
+	}
+	return NULL;
+}
+
+int sha256_buffer_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN + 1])
+{
+	_cleanup_(sha256_freep) Sha256 *s = sha256_new();
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	r = sha256_update(s, data, len);
+	if (r < 0)
+		return r;
+	return sha256_final_hex(s, ret_hex);
+}
+
+int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size)
+{
+	_cleanup_(sha256_freep) Sha256 *s = sha256_new();
+	_cleanup_close_ int fd = -EBADF;
+	static char buf[1 << 16];
+	uint64_t total = 0;
+
+	if (!s)
+		return -ENOMEM;
+	fd = RET_NERRNO(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+	if (fd < 0)
+		return fd;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		if (sha256_update(s, buf, (size_t)n) < 0)
+			return -EIO;
+		total += (uint64_t)n;
+	}
+	if (ret_size)
+		*ret_size = total;
+	return sha256_final_hex(s, ret_hex);
+}
+
+int sha256_hex_valid(const char *s)
+{
+	if (!s || strlen(s) != SHA256_HEX_LEN)
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return 0;
+	return 1;
+}

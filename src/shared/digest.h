@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* SHA-256 through OpenSSL's libcrypto; the only place the project touches it. */
+
+#define SHA256_DIGEST_BYTES 32
+#define SHA256_HEX_LEN 64
+
+typedef struct Sha256 Sha256;
+
+Sha256 *sha256_new(void);
+int sha256_update(Sha256 *s, const void *data, size_t len);
+/* Finish into @ret_hex (65 bytes: 64 lowercase hex digits and a NUL). */
+int sha256_final_hex(Sha256 *s, char ret_hex[SHA256_HEX_LEN + 1]);
+Sha256 *sha256_free(Sha256 *s);
+static inline void sha256_freep(Sha256 **s)
+{
+	if (*s)
+		sha256_free(*s);
+}
+
+int sha256_buffer_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN + 1]);
+/* Hash a whole file; @ret_size (may be NULL) gets its byte count. */
+int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size);
+/* True when @s is 64 lowercase hex digits. */
+int sha256_hex_valid(const char *s);

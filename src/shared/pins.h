@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdint.h>
+
+/*
+ * The guest artifacts this build trusts. The values come from vm/kernel/manifest.json
+ * and vm/rootfs/manifest.json at build time; berth-vmm refuses to boot anything else.
+ */
+
+typedef enum ArtifactKind {
+	ARTIFACT_KERNEL,
+	ARTIFACT_INITRD,
+	ARTIFACT_ROOTFS,
+	_ARTIFACT_KIND_MAX,
+	_ARTIFACT_KIND_INVALID = -22,
+} ArtifactKind;
+
+typedef struct Pin {
+	ArtifactKind kind;
+	const char *name;     /* "kernel", "initrd", "rootfs" */
+	const char *sha256;   /* 64 lowercase hex digits */
+	uint64_t size;        /* bytes */
+} Pin;
+
+const Pin *pin_get(ArtifactKind kind);
+const char *pin_linux_release(void);
+const char *pin_kernel_package(void);
+const char *pin_kernel_package_version(void);
+
+/* Install layout, relative to ~/.berth/vm:
+ *   kernel/sha256/<kernel sha>/vmlinux, kernel/sha256/<kernel sha>/initrd-<initrd sha>.cpio,
+ *   rootfs/rootfs-<rootfs sha>.erofs. Returns a malloc()ed path or NULL on OOM. */
+char *pin_install_path(const char *vm_dir, ArtifactKind kind);
+/* The file name a release (or a flat --from directory) gives the artifact. */
+char *pin_asset_name(ArtifactKind kind);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <stdio.h>
+#include <string.h>
 
 #include "pins-generated.h"
 #include "pins.h"
@@ -32,21 +33,38 @@ const char *pin_kernel_package_version(void)
 	return PIN_KERNEL_PACKAGE_VERSION;
 }
 
-char *pin_install_path(const char *vm_dir, ArtifactKind kind)
+void pinset_compiled(PinSet *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++) {
+		snprintf(ret->sha256[k], sizeof(ret->sha256[k]), "%s", pins[k].sha256);
+		ret->size[k] = pins[k].size;
+	}
+	snprintf(ret->linux_release, sizeof(ret->linux_release), "%s", PIN_LINUX_RELEASE);
+}
+
+const char *artifact_kind_to_string(ArtifactKind kind)
+{
+	const Pin *pin = pin_get(kind);
+
+	return pin ? pin->name : NULL;
+}
+
+char *pinset_install_path(const PinSet *set, const char *vm_dir, ArtifactKind kind)
 {
 	char *p = NULL;
 	int r = -1;
 
 	switch (kind) {
 	case ARTIFACT_KERNEL:
-		r = asprintf(&p, "%s/kernel/sha256/%s/vmlinux", vm_dir, PIN_KERNEL_SHA256);
+		r = asprintf(&p, "%s/kernel/sha256/%s/vmlinux", vm_dir, set->sha256[kind]);
 		break;
 	case ARTIFACT_INITRD:
-		r = asprintf(&p, "%s/kernel/sha256/%s/initrd-%s.cpio", vm_dir, PIN_KERNEL_SHA256,
-			     PIN_INITRD_SHA256);
+		r = asprintf(&p, "%s/kernel/sha256/%s/initrd-%s.cpio", vm_dir,
+			     set->sha256[ARTIFACT_KERNEL], set->sha256[kind]);
 		break;
 	case ARTIFACT_ROOTFS:
-		r = asprintf(&p, "%s/rootfs/rootfs-%s.erofs", vm_dir, PIN_ROOTFS_SHA256);
+		r = asprintf(&p, "%s/rootfs/rootfs-%s.erofs", vm_dir, set->sha256[kind]);
 		break;
 	case _ARTIFACT_KIND_MAX:
 	case _ARTIFACT_KIND_INVALID:
@@ -55,27 +73,39 @@ char *pin_install_path(const char *vm_dir, ArtifactKind kind)
 	return r < 0 ? NULL : p;
 }
 
+char *pinset_asset_name(const PinSet *set, ArtifactKind kind)
+{
+	static const char *const prefix[_ARTIFACT_KIND_MAX] = {
+		[ARTIFACT_KERNEL] = "vmlinux-",
+		[ARTIFACT_INITRD] = "initrd-",
+		[ARTIFACT_ROOTFS] = "rootfs-",
+	};
+	static const char *const suffix[_ARTIFACT_KIND_MAX] = {
+		[ARTIFACT_KERNEL] = "",
+		[ARTIFACT_INITRD] = ".cpio",
+		[ARTIFACT_ROOTFS] = ".erofs",
+	};
+	char *p = NULL;
+
+	if (kind < 0 || kind >= _ARTIFACT_KIND_MAX)
+		return NULL;
+	if (asprintf(&p, "%s%s%s", prefix[kind], set->sha256[kind], suffix[kind]) < 0)
+		return NULL;
+	return p;
+}
+
+char *pin_install_path(const char *vm_dir, ArtifactKind kind)
+{
+	PinSet set;
+
+	pinset_compiled(&set);
+	return pinset_install_path(&set, vm_dir, kind);
+}
+
 char *pin_asset_name(ArtifactKind kind)
 {
-	const Pin *pin = pin_get(kind);
-	char *p = NULL;
-	int r = -1;
+	PinSet set;
 
-	if (!pin)
-		return NULL;
-	switch (kind) {
-	case ARTIFACT_KERNEL:
-		r = asprintf(&p, "vmlinux-%s", pin->sha256);
-		break;
-	case ARTIFACT_INITRD:
-		r = asprintf(&p, "initrd-%s.cpio", pin->sha256);
-		break;
-	case ARTIFACT_ROOTFS:
-		r = asprintf(&p, "rootfs-%s.erofs", pin->sha256);
-		break;
-	case _ARTIFACT_KIND_MAX:
-	case _ARTIFACT_KIND_INVALID:
-		break;
-	}
-	return r < 0 ? NULL : p;
+	pinset_compiled(&set);
+	return pinset_asset_name(&set, kind);
 }

@@ -34,3 +34,17 @@ const char *pin_kernel_package_version(void);
 char *pin_install_path(const char *vm_dir, ArtifactKind kind);
 /* The file name a release (or a flat --from directory) gives the artifact. */
 char *pin_asset_name(ArtifactKind kind);
+
+/* A set of pins as a value: the compiled-in one, or one read out of a berth-vmm binary
+ * (`berth-vmm pins --json`), which is what that binary will agree to boot. */
+typedef struct PinSet {
+	char sha256[_ARTIFACT_KIND_MAX][65];
+	uint64_t size[_ARTIFACT_KIND_MAX];
+	char linux_release[128];
+} PinSet;
+
+void pinset_compiled(PinSet *ret);
+/* Path of @kind under @vm_dir for the pins in @set (layout as pin_install_path()). */
+char *pinset_install_path(const PinSet *set, const char *vm_dir, ArtifactKind kind);
+char *pinset_asset_name(const PinSet *set, ArtifactKind kind);
+const char *artifact_kind_to_string(ArtifactKind kind);

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include "pins.h"
+
+/*
+ * Finding berth-vmm and asking it which artifacts it trusts.
+ */
+
+/*
+ * vmm_locate() - find the berth-vmm binary.
+ * Order: $BERTH_VMM, @configured (vm.vmm in ~/.berth/config.json; may be NULL),
+ * ~/.berth/vm/bin/berth-vmm, $PATH, then the build tree next to this executable
+ * (src/berth-vmm/berth-vmm beside src/berth/berth).
+ * Returns 0 and a malloc()ed path, -ENOENT when none is found.
+ */
+int vmm_locate(const char *configured, char **ret_path);
+
+/*
+ * vmm_query_pins() - run `@path pins --json` and parse what it prints into @ret.
+ * Returns 0, or -errno (-EBADMSG when the output is not a pin set).
+ */
+int vmm_query_pins(const char *path, PinSet *ret);
+
+/* Parse/print the `berth-vmm pins --json` form. */
+int pinset_from_json_text(const char *text, PinSet *ret);
+char *pinset_to_json_text(const PinSet *set);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "artifacts.h"
+#include "digest.h"
+#include "macros.h"
+
+static long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int hash_fd(int fd, char ret_hex[65], uint64_t *ret_size)
+{
+	_cleanup_(sha256_freep) Sha256 *s = sha256_new();
+	static char buf[1 << 20];
+	uint64_t total = 0;
+	off_t off = 0;
+
+	if (!s)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		if (sha256_update(s, buf, (size_t)n) < 0)
+			return -EIO;
+		off += n;
+		total += (uint64_t)n;
+	}
+	*ret_size = total;
+	return sha256_final_hex(s, ret_hex);
+}
+
+static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_match, char *err,
+		    size_t errlen)
+{
+	struct stat st;
+	long t0 = now_ms();
+	int r;
+
+	a->path = strdup(path);
+	if (!a->path)
+		return -ENOMEM;
+	a->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (a->fd < 0) {
+		r = -errno;
+		snprintf(err, errlen,
+			 "%s: cannot open %s: %s. Install it with 'berth vm install' (or pass --artifacts)",
+			 pin->name, path, strerror(errno));
+		return r;
+	}
+	if (fstat(a->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s is not a regular file", pin->name, path);
+		return -EBADFD;
+	}
+	r = hash_fd(a->fd, a->sha256, &a->size);
+	if (r < 0) {
+		snprintf(err, errlen, "%s: cannot read %s: %s", pin->name, path, strerror(-r));
+		return r;
+	}
+	a->hash_ms = now_ms() - t0;
+	a->pinned = streq(a->sha256, pin->sha256);
+	if (must_match && !a->pinned) {
+		snprintf(err, errlen,
+			 "%s %s does not match the pin this berth-vmm was built with:\n"
+			 "  pinned:   %s\n  this file: %s\n"
+			 "Refusing to boot it. Reinstall the pinned artifacts with 'berth vm install --force'.",
+			 pin->name, path, pin->sha256, a->sha256);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Artifacts *ret,
+			    char *err, size_t errlen)
+{
+	int r = 0;
+
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		ret->a[k] = (Artifact){ .fd = -EBADF };
+
+	for (int k = 0; k < _ARTIFACT_KIND_MAX && r >= 0; k++) {
+		_cleanup_free_ char *path = NULL;
+		bool override = k == ARTIFACT_ROOTFS && rootfs_override;
+
+		path = override ? strdup(rootfs_override) : pin_install_path(vm_dir, k);
+		if (!path)
+			return -ENOMEM;
+		r = open_one(&ret->a[k], path, pin_get(k), !override, err, errlen);
+	}
+	if (r < 0)
+		artifacts_done(ret);
+	return r;
+}
+
+void artifacts_done(Artifacts *a)
+{
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++) {
+		safe_close(a->a[k].fd);
+		a->a[k].fd = -EBADF;
+		free(a->a[k].path);
+		a->a[k].path = NULL;
+	}
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pins.h"
+
+/*
+ * The guest artifacts, opened once and hashed through the same descriptors QEMU will
+ * be given, so what was verified is what boots (a rename after the check changes nothing).
+ */
+typedef struct Artifact {
+	int fd;
+	char *path;
+	char sha256[65];
+	uint64_t size;
+	bool pinned;    /* sha256 equals the compiled-in pin */
+	long hash_ms;
+} Artifact;
+
+typedef struct Artifacts {
+	Artifact a[_ARTIFACT_KIND_MAX];
+} Artifacts;
+
+/*
+ * artifacts_open_verified() - open the kernel, initrd and root image installed under @vm_dir
+ * for the compiled-in pins and check each against its pin.
+ * @rootfs_override: a root image to boot instead (reported as not pinned), or NULL.
+ * On a mismatch returns -EPERM and a message in @err naming the file and both hashes.
+ */
+int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Artifacts *ret,
+			    char *err, size_t errlen);
+void artifacts_done(Artifacts *a);

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "artifacts.h"
+
+/*
+ * What a VM is made of, independent of the engine that runs it. Today the one engine is
+ * QEMU's microvm (KVM when /dev/kvm is usable, TCG otherwise); another (libkrun, say)
+ * would implement the same four operations.
+ */
+
+#define VM_DISKS_MAX 8
+#define VM_PORTS_MAX 16
+
+typedef struct VmDisk {
+	const char *serial; /* the guest finds disks by serial=, since device order is not stable */
+	int fd;
+	bool readonly;
+} VmDisk;
+
+typedef struct VmPort {
+	const char *name;        /* virtio-serial port name seen by the guest */
+	const char *socket_path; /* host unix socket QEMU listens on */
+} VmPort;
+
+typedef enum Accel {
+	ACCEL_KVM,
+	ACCEL_TCG,
+	_ACCEL_MAX,
+	_ACCEL_INVALID = -22,
+} Accel;
+
+typedef struct VmConfig {
+	const Artifacts *artifacts;
+	unsigned cpus;
+	unsigned mem_mib;
+	Accel accel;
+	long tsc_khz;              /* TCG only; see tsc.h */
+	const char *console_path;  /* kernel console file, or NULL for standard error */
+	const char *qemu_binary;
+	const char *extra_cmdline; /* pinned options only; never secrets */
+	VmDisk disks[VM_DISKS_MAX];
+	size_t n_disks;
+	VmPort ports[VM_PORTS_MAX];
+	size_t n_ports;
+} VmConfig;
+
+typedef struct Engine Engine;
+
+typedef struct EngineOps {
+	const char *name;
+	/* Start the VM; on success the engine owns a child process. */
+	int (*start)(Engine *e, const VmConfig *cfg);
+	/* Ask the VM to stop now (the guest had its chance to power off). */
+	int (*stop)(Engine *e);
+	/* Wait until the VM is gone; the engine's exit status in *ret_status. */
+	int (*wait)(Engine *e, int *ret_status);
+	/* engine, accelerator, pid and the command line (nothing secret is ever on it). */
+	json_t *(*describe)(Engine *e);
+} EngineOps;
+
+struct Engine {
+	const EngineOps *ops;
+	pid_t pid;
+	int pidfd;
+	Accel accel;
+	char **argv;
+};
+
+extern const EngineOps engine_qemu_ops;
+
+Accel accel_detect(void);
+const char *accel_to_string(Accel a);
+/* The kernel command line for @cfg, malloc()ed. */
+char *vm_kernel_cmdline(const VmConfig *cfg);
+void engine_done(Engine *e);

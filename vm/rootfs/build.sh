@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Build the read-only root image: the cached Debian stage (stage.sh) plus Berth's guest
+# binaries, packed with mkfs.erofs so that equal inputs give equal bytes.
+# Usage: vm/rootfs/build.sh OUT_DIR BUILD_DIR
+#   BUILD_DIR is the meson build directory holding the guest binaries.
+# Writes OUT_DIR/rootfs.erofs, OUT_DIR/manifest-rootfs.json and OUT_DIR/packages.lock.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+out=${1:?usage: vm/rootfs/build.sh OUT_DIR BUILD_DIR}
+build=${2:?usage: vm/rootfs/build.sh OUT_DIR BUILD_DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# A fixed filesystem UUID: mkfs.erofs picks a random one otherwise.
+uuid=62657274-6800-4000-8000-000000000001
+
+t0=$(now_ms)
+stage=$("$here/stage.sh")
+t1=$(now_ms)
+
+guest_bins=("$build/src/berth-init/berth-init")
+for b in "${guest_bins[@]}"; do
+	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/berth-rootfs.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+tree="$work/tree"
+cp -a "$stage" "$tree"
+install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
+# Mount points berth-init needs on a read-only root.
+mkdir -p "$tree/workspace" "$tree/state" "$tree/app"
+
+lock="$(dirname "$stage")/packages.installed"
+cp "$lock" "$out/packages.lock"
+if [ -f "$here/packages.lock" ] && ! cmp -s "$here/packages.lock" "$lock"; then
+	drift "root image packages" "vm/rootfs/packages.lock" "$out/packages.lock"
+	diff -u "$here/packages.lock" "$lock" | grep '^[-+][^-+]' | head -40 >&2 || true
+fi
+
+mkfs.erofs --quiet -zlz4hc -T"$SOURCE_DATE_EPOCH" -U "$uuid" "$out/rootfs.erofs.tmp" "$tree"
+mv "$out/rootfs.erofs.tmp" "$out/rootfs.erofs"
+t2=$(now_ms)
+
+sha=$(sha256_of "$out/rootfs.erofs")
+python3 - "$out/manifest-rootfs.json" <<PY
+import json, sys
+m = {
+    "schema": 1,
+    "kind": "rootfs",
+    "suite": "bookworm",
+    "packagesLockSha256": "$(sha256_of "$lock")",
+    "rootfs": {"file": "rootfs.erofs", "sha256": "$sha", "size": $(size_of "$out/rootfs.erofs")},
+}
+with open(sys.argv[1], "w") as f:
+    json.dump(m, f, indent=2, sort_keys=True)
+    f.write("\n")
+PY
+say "rootfs: $(size_of "$out/rootfs.erofs") B sha256 $sha"
+say "rootfs built in $((t2 - t0)) ms (stage $((t1 - t0)) ms, image $((t2 - t1)) ms)"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Install everything Berth needs to build, build its guest artifacts and run its tests on
+# Debian 12. Idempotent: a second run installs nothing new. Needs root (or sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+	# build
+	gcc libc6-dev meson ninja-build pkg-config python3 clang-format
+	libjansson-dev libyaml-dev libseccomp-dev libcurl4-openssl-dev libssl-dev
+	# guest artifacts
+	debootstrap erofs-utils busybox-static cpio zstd xz-utils kmod e2fsprogs dpkg-dev
+	# running VMs
+	qemu-system-x86
+	# tests
+	nodejs npm curl
+)
+
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+missing=()
+for p in "${packages[@]}"; do
+	[[ $p == \#* ]] && continue
+	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}" >&2
+	# Only Debian's archive is needed; an unreachable third-party list must not stop us.
+	$sudo apt-get update -q >/dev/null 2>&1 || true
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The kernel build reads Debian's package lists; make sure they are there.
+apt-cache show linux-image-6.12-cloud-amd64 >/dev/null 2>&1 || $sudo apt-get update -q >/dev/null 2>&1 || true
+
+if [ -f package.json ]; then
+	if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
+		echo "setup: npm ci" >&2
+		npm ci --no-audit --no-fund --loglevel=error
+	fi
+fi
+echo "setup: all dependencies present" >&2

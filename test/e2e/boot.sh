@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# berth-vmm boots the pinned kernel and root image to the minimal init's power-off,
+# and refuses a kernel or root image that differs from its pins.
+. "$(dirname "$0")/lib.sh"
+require_artifacts
+new_home
+plan 7
+
+check "berth vm install --from the build output" install_artifacts || diag < "$BERTH_HOME/install.log"
+
+console=$BERTH_HOME/console.log
+if timeout 120 "$vmm" run --console "$console" 2>"$BERTH_HOME/vmm.err"; then
+	ok "berth-vmm run boots and powers off cleanly"
+else
+	not_ok "berth-vmm run boots and powers off cleanly"
+	diag < "$BERTH_HOME/vmm.err"
+	tail -20 "$console" | diag
+fi
+check "the guest's berth-init ran on the pinned kernel" grep -q 'berth-init: kernel 6.12' "$console"
+check "the guest kernel reports Landlock ABI 6" grep -q 'landlock ABI 6' "$console"
+
+# Tamper with an installed artifact: flip one byte, keep the size.
+tamper() {
+	local f=$1
+	chmod u+w "$f"
+	printf '\x42' | dd of="$f" bs=1 seek=4096 conv=notrunc status=none
+}
+kernel=$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)
+cp "$kernel" "$BERTH_HOME/vmlinux.good"
+tamper "$kernel"
+if timeout 60 "$vmm" run --console "$BERTH_HOME/console2.log" 2>"$BERTH_HOME/vmm2.err"; then
+	not_ok "a tampered kernel is refused"
+else
+	check "a tampered kernel is refused" grep -q 'kernel .* does not match the pin' "$BERTH_HOME/vmm2.err"
+fi
+check "nothing booted from the tampered kernel" test ! -s "$BERTH_HOME/console2.log"
+cp "$BERTH_HOME/vmlinux.good" "$kernel"
+
+rootfs=$(ls "$BERTH_HOME"/vm/rootfs/rootfs-*.erofs)
+tamper "$rootfs"
+if timeout 60 "$vmm" run --console "$BERTH_HOME/console3.log" 2>"$BERTH_HOME/vmm3.err"; then
+	not_ok "a tampered root image is refused"
+else
+	check "a tampered root image is refused" grep -q 'rootfs .* does not match the pin' "$BERTH_HOME/vmm3.err"
+fi
+finish

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: Apache-2.0
+# TAP helpers and fixtures for the end-to-end tests (sourced).
+# Environment (set by meson): BERTH_SOURCE_ROOT, BERTH_BUILD_DIR, BERTH_TEST_ARTIFACTS.
+set -u
+src=${BERTH_SOURCE_ROOT:?}
+bld=${BERTH_BUILD_DIR:?}
+artifacts=${BERTH_TEST_ARTIFACTS:-$src/out/artifacts}
+berth=$bld/src/berth/berth
+vmm=$bld/src/berth-vmm/berth-vmm
+tap_n=0
+tap_failed=0
+
+plan() { echo "1..$1"; }
+ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $*"; }
+not_ok() { tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1)); echo "not ok $tap_n - $*"; }
+diag() { sed 's/^/# /'; }
+# check DESCRIPTION COMMAND...: one TAP line from a command's exit status.
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+finish() { exit $((tap_failed > 0)); }
+
+# A private ~/.berth for this test, removed at exit.
+new_home() {
+	export BERTH_HOME
+	BERTH_HOME=$(mktemp -d "${TMPDIR:-/tmp}/berth-e2e.XXXXXX")
+	trap 'rm -rf "$BERTH_HOME"' EXIT
+}
+
+require_artifacts() {
+	for f in vmlinux initrd.cpio rootfs.erofs; do
+		[ -f "$artifacts/$f" ] || skip_all "no $artifacts/$f: run scripts/build-artifacts.sh"
+	done
+}
+
+# Install the artifacts into $BERTH_HOME through the real CLI.
+install_artifacts() {
+	"$berth" vm install --from "$artifacts" --no-download --vmm "$vmm" >"$BERTH_HOME/install.log" 2>&1
+}

@@ -28,7 +28,8 @@ void log_set_extra_fd(int fd);
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...)
 	_printf_(5, 6);
 
-#define log_full_errno(level, error, ...) log_internal(level, error, __FILE__, __LINE__, __VA_ARGS__)
+#define log_full_errno(level, error, ...) \
+	log_internal(level, error, __FILE__, __LINE__, __VA_ARGS__)
 #define log_error_errno(error, ...) log_full_errno(LOG_LEVEL_ERROR, error, __VA_ARGS__)
 #define log_warning_errno(error, ...) log_full_errno(LOG_LEVEL_WARNING, error, __VA_ARGS__)
 #define log_debug_errno(error, ...) log_full_errno(LOG_LEVEL_DEBUG, error, __VA_ARGS__)

@@ -61,9 +61,10 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 	a->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (a->fd < 0) {
 		r = -errno;
-		snprintf(err, errlen,
-			 "%s: cannot open %s: %s. Install it with 'berth vm install' (or pass --artifacts)",
-			 pin->name, path, strerror(errno));
+		snprintf(
+			err, errlen,
+			"%s: cannot open %s: %s. Install it with 'berth vm install' (or pass --artifacts)",
+			pin->name, path, strerror(errno));
 		return r;
 	}
 	if (fstat(a->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -78,11 +79,12 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 	a->hash_ms = now_ms() - t0;
 	a->pinned = streq(a->sha256, pin->sha256);
 	if (must_match && !a->pinned) {
-		snprintf(err, errlen,
-			 "%s %s does not match the pin this berth-vmm was built with:\n"
-			 "  pinned:   %s\n  this file: %s\n"
-			 "Refusing to boot it. Reinstall the pinned artifacts with 'berth vm install --force'.",
-			 pin->name, path, pin->sha256, a->sha256);
+		snprintf(
+			err, errlen,
+			"%s %s does not match the pin this berth-vmm was built with:\n"
+			"  pinned:   %s\n  this file: %s\n"
+			"Refusing to boot it. Reinstall the pinned artifacts with 'berth vm install --force'.",
+			pin->name, path, pin->sha256, a->sha256);
 		return -EPERM;
 	}
 	return 0;
@@ -94,7 +96,7 @@ int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Art
 	int r = 0;
 
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
-		ret->a[k] = (Artifact){ .fd = -EBADF };
+		ret->a[k] = (Artifact){.fd = -EBADF};
 
 	for (int k = 0; k < _ARTIFACT_KIND_MAX && r >= 0; k++) {
 		_cleanup_free_ char *path = NULL;

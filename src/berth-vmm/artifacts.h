@@ -15,7 +15,7 @@ typedef struct Artifact {
 	char *path;
 	char sha256[65];
 	uint64_t size;
-	bool pinned;    /* sha256 equals the compiled-in pin */
+	bool pinned; /* sha256 equals the compiled-in pin */
 	long hash_ms;
 } Artifact;
 

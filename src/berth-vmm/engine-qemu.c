@@ -162,7 +162,8 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	}
 	for (size_t i = 0; i < cfg->n_ports; i++) {
 		arg(&b, "-chardev");
-		arg(&b, "socket,id=port%zu,path=%s,server=on,wait=off", i, cfg->ports[i].socket_path);
+		arg(&b, "socket,id=port%zu,path=%s,server=on,wait=off", i,
+		    cfg->ports[i].socket_path);
 		arg(&b, "-device");
 		arg(&b, "virtserialport,chardev=port%zu,name=%s", i, cfg->ports[i].name);
 	}
@@ -207,7 +208,8 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(127);
 		execvp(e->argv[0], e->argv);
-		dprintf(STDERR_FILENO, "berth-vmm: cannot run %s: %m. Install QEMU (qemu-system-x86).\n",
+		dprintf(STDERR_FILENO,
+			"berth-vmm: cannot run %s: %m. Install QEMU (qemu-system-x86).\n",
 			e->argv[0]);
 		_exit(127);
 	}

@@ -23,7 +23,7 @@ typedef struct VmDisk {
 } VmDisk;
 
 typedef struct VmPort {
-	const char *name;        /* virtio-serial port name seen by the guest */
+	const char *name;	 /* virtio-serial port name seen by the guest */
 	const char *socket_path; /* host unix socket QEMU listens on */
 } VmPort;
 
@@ -39,8 +39,8 @@ typedef struct VmConfig {
 	unsigned cpus;
 	unsigned mem_mib;
 	Accel accel;
-	long tsc_khz;              /* TCG only; see tsc.h */
-	const char *console_path;  /* kernel console file, or NULL for standard error */
+	long tsc_khz;		  /* TCG only; see tsc.h */
+	const char *console_path; /* kernel console file, or NULL for standard error */
 	const char *qemu_binary;
 	const char *extra_cmdline; /* pinned options only; never secrets */
 	VmDisk disks[VM_DISKS_MAX];

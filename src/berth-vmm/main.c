@@ -49,19 +49,17 @@ typedef struct RunArgs {
 
 static int parse_run_args(int argc, char **argv, RunArgs *a)
 {
-	static const struct option options[] = {
-		{ "artifacts", required_argument, NULL, 'a' },
-		{ "rootfs", required_argument, NULL, 'r' },
-		{ "console", required_argument, NULL, 'c' },
-		{ "console-stderr", no_argument, NULL, 'E' },
-		{ "cpus", required_argument, NULL, 'p' },
-		{ "mem", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option options[] = {{"artifacts", required_argument, NULL, 'a'},
+						{"rootfs", required_argument, NULL, 'r'},
+						{"console", required_argument, NULL, 'c'},
+						{"console-stderr", no_argument, NULL, 'E'},
+						{"cpus", required_argument, NULL, 'p'},
+						{"mem", required_argument, NULL, 'm'},
+						{"help", no_argument, NULL, 'h'},
+						{}};
 	int c;
 
-	*a = (RunArgs){ .cpus = 2, .mem_mib = 512 };
+	*a = (RunArgs){.cpus = 2, .mem_mib = 512};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		switch (c) {
@@ -79,11 +77,14 @@ static int parse_run_args(int argc, char **argv, RunArgs *a)
 			break;
 		case 'p':
 			if (parse_uint_range(optarg, 1, 16, &a->cpus) < 0)
-				return log_error("--cpus takes a whole number from 1 to 16, not '%s'", optarg);
+				return log_error(
+					"--cpus takes a whole number from 1 to 16, not '%s'",
+					optarg);
 			break;
 		case 'm':
 			if (parse_uint_range(optarg, 128, 16384, &a->mem_mib) < 0)
-				return log_error("--mem takes MiB from 128 to 16384, not '%s'", optarg);
+				return log_error("--mem takes MiB from 128 to 16384, not '%s'",
+						 optarg);
 			break;
 		case 'h':
 			printf("usage: berth-vmm run [--artifacts DIR] [--rootfs IMG] [--cpus N] [--mem MIB]\n"
@@ -99,7 +100,7 @@ static int parse_run_args(int argc, char **argv, RunArgs *a)
 static int verb_run(int argc, char **argv)
 {
 	_cleanup_free_ char *vm_dir = NULL;
-	Engine engine = { .ops = &engine_qemu_ops, .pidfd = -EBADF };
+	Engine engine = {.ops = &engine_qemu_ops, .pidfd = -EBADF};
 	Artifacts art;
 	VmConfig cfg = {};
 	RunArgs a;
@@ -127,11 +128,13 @@ static int verb_run(int argc, char **argv)
 		cfg.tsc_khz = tsc_measure_khz();
 		if (cfg.tsc_khz < 0) {
 			artifacts_done(&art);
-			return log_error_errno((int)cfg.tsc_khz,
-					       "cannot measure the host TSC rate, which a VM without KVM needs: %m"),
+			return log_error_errno(
+				       (int)cfg.tsc_khz,
+				       "cannot measure the host TSC rate, which a VM without KVM needs: %m"),
 			       1;
 		}
-		log_warning("no usable /dev/kvm: running the VM under emulation (TCG), which boots in seconds instead of milliseconds");
+		log_warning(
+			"no usable /dev/kvm: running the VM under emulation (TCG), which boots in seconds instead of milliseconds");
 	}
 	r = engine.ops->start(&engine, &cfg);
 	if (r < 0) {
@@ -144,7 +147,9 @@ static int verb_run(int argc, char **argv)
 	if (r < 0)
 		return log_error_errno(r, "lost QEMU: %m"), 1;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return log_error("QEMU ended abnormally (status 0x%x); see the console output", status), 1;
+		return log_error("QEMU ended abnormally (status 0x%x); see the console output",
+				 status),
+		       1;
 	return 0;
 }
 

@@ -21,7 +21,7 @@ long tsc_measure_khz(void)
 	/* Three 50 ms windows; preemption can only stretch the wall-clock side of a
 	 * window, which lowers the estimate, so the highest of the three is the closest. */
 	for (int i = 0; i < 3; i++) {
-		struct timespec d = { 0, 50 * 1000 * 1000 };
+		struct timespec d = {0, 50 * 1000 * 1000};
 		double t0 = now_seconds(), t1, khz;
 		uint64_t c0 = __rdtsc(), c1;
 

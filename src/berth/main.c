@@ -14,11 +14,11 @@ typedef struct Verb {
 } Verb;
 
 static const Verb verbs[] = {
-	{ "vm", "install", cmd_vm_install, "install the pinned kernel, root image and berth-vmm" },
-	{ "vm", "status", cmd_vm_status, "list running VMs, their apps and limits" },
-	{ "vm", "logs", cmd_vm_logs, "print a VM's guest log" },
-	{ "vm", "stop", cmd_vm_stop, "stop a VM gracefully" },
-	{ NULL, "doctor", cmd_doctor, "check that this host can run sandboxes" },
+	{"vm", "install", cmd_vm_install, "install the pinned kernel, root image and berth-vmm"},
+	{"vm", "status", cmd_vm_status, "list running VMs, their apps and limits"},
+	{"vm", "logs", cmd_vm_logs, "print a VM's guest log"},
+	{"vm", "stop", cmd_vm_stop, "stop a VM gracefully"},
+	{NULL, "doctor", cmd_doctor, "check that this host can run sandboxes"},
 };
 
 static void usage(FILE *f)

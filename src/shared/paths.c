@@ -77,8 +77,8 @@ int vm_name_valid(const char *name)
 	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
 		return 0;
 	for (const char *c = name; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' ||
-		      *c == '-'))
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+		      *c == '_' || *c == '-'))
 			return 0;
 	return 1;
 }

@@ -18,9 +18,9 @@ typedef enum ArtifactKind {
 
 typedef struct Pin {
 	ArtifactKind kind;
-	const char *name;     /* "kernel", "initrd", "rootfs" */
-	const char *sha256;   /* 64 lowercase hex digits */
-	uint64_t size;        /* bytes */
+	const char *name;   /* "kernel", "initrd", "rootfs" */
+	const char *sha256; /* 64 lowercase hex digits */
+	uint64_t size;	    /* bytes */
 } Pin;
 
 const Pin *pin_get(ArtifactKind kind);

@@ -158,8 +158,8 @@ int rundir_write_pid(int lock_fd, pid_t pid)
 	return 0;
 }
 
-int rundir_sweep(const char *root, void (*cb)(const char *name, RunDirState state, pid_t pid,
-					     void *userdata),
+int rundir_sweep(const char *root,
+		 void (*cb)(const char *name, RunDirState state, pid_t pid, void *userdata),
 		 void *userdata)
 {
 	struct dirent **names = NULL;

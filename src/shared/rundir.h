@@ -39,6 +39,6 @@ int rundir_remove(const char *dir);
  * rundir_sweep() - look at every run dir under @root, remove the stale ones and call
  * @cb for each (name, state, pid). Returns the number of stale dirs removed or -errno.
  */
-int rundir_sweep(const char *root, void (*cb)(const char *name, RunDirState state, pid_t pid,
-					     void *userdata),
+int rundir_sweep(const char *root,
+		 void (*cb)(const char *name, RunDirState state, pid_t pid, void *userdata),
 		 void *userdata);

@@ -101,7 +101,8 @@ int pinset_from_json_text(const char *text, PinSet *ret)
 		const char *sha = json_string_value(json_object_get(e, "sha256"));
 		json_t *size = json_object_get(e, "size");
 
-		if (!sha256_hex_valid(sha) || !json_is_integer(size) || json_integer_value(size) <= 0)
+		if (!sha256_hex_valid(sha) || !json_is_integer(size) ||
+		    json_integer_value(size) <= 0)
 			return -EBADMSG;
 		memcpy(set.sha256[k], sha, SHA256_HEX_LEN + 1);
 		set.size[k] = (uint64_t)json_integer_value(size);

@@ -37,8 +37,10 @@ TEST(sha256_file_matches_buffer)
 
 TEST(sha256_hex_valid)
 {
-	ASSERT_TRUE(sha256_hex_valid("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
-	ASSERT_FALSE(sha256_hex_valid("E3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+	ASSERT_TRUE(sha256_hex_valid(
+		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+	ASSERT_FALSE(sha256_hex_valid(
+		"E3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
 	ASSERT_FALSE(sha256_hex_valid("e3b0"));
 	ASSERT_FALSE(sha256_hex_valid(NULL));
 }

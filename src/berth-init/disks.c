@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "disks.h"
+#include "fileio.h"
+#include "macros.h"
+
+int disk_find_by_serial(const char *serial, char *ret, size_t size)
+{
+	DIR *d = opendir("/sys/block");
+	struct dirent *de;
+	int r = -ENOENT;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *path = NULL, *value = NULL;
+		size_t len = 0;
+
+		if (!strneq(de->d_name, "vd", 2))
+			continue;
+		if (asprintf(&path, "/sys/block/%s/serial", de->d_name) < 0)
+			continue;
+		if (read_full_file(path, 256, &value, &len) < 0)
+			continue;
+		while (len > 0 && (value[len - 1] == '\n' || value[len - 1] == ' '))
+			value[--len] = '\0';
+		if (streq(value, serial)) {
+			snprintf(ret, size, "/dev/%s", de->d_name);
+			r = 0;
+			break;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+static int has_ext4_magic(const char *dev)
+{
+	_cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC);
+	uint8_t magic[2];
+
+	if (fd < 0)
+		return -errno;
+	/* The superblock starts at 1024; s_magic (0xEF53, little endian) sits 56 bytes in. */
+	if (pread(fd, magic, sizeof(magic), 1080) != sizeof(magic))
+		return 0;
+	return magic[0] == 0x53 && magic[1] == 0xEF;
+}
+
+static int run_mkfs(const char *dev)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execl("/sbin/mkfs.ext4", "mkfs.ext4", "-q", "-F", "-L", "berth-state", "-m", "0",
+		      "-E", "root_owner=0:0,nodiscard", dev, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+int state_disk_mount(const char *dev, int *ret_formatted)
+{
+	int r;
+
+	*ret_formatted = 0;
+	r = has_ext4_magic(dev);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		r = run_mkfs(dev);
+		if (r < 0)
+			return r;
+		*ret_formatted = 1;
+	}
+	if (mount(dev, "/state", "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0)
+		return -errno;
+	if (mkdir("/state/workspace", 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mount("/state/workspace", "/workspace", NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stddef.h>
+
+/* Find the virtio disk whose serial= is @serial; its /dev path in @ret (e.g. /dev/vdb).
+ * Device order is not stable, serials are. Returns 0 or -ENOENT. */
+int disk_find_by_serial(const char *serial, char *ret, size_t size);
+
+/*
+ * state_disk_mount() - make @dev the persistent state disk: format it as ext4 on first use
+ * (no ext4 magic at byte 1080), mount it on /state (nosuid,nodev) and bind
+ * /state/workspace onto /workspace. Sets *@ret_formatted when it formatted the disk.
+ */
+int state_disk_mount(const char *dev, int *ret_formatted);

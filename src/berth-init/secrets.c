@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macros.h"
+#include "secrets.h"
+
+#define MAGIC "BERTHSEC1\n"
+
+int secrets_name_valid(const char *name)
+{
+	if (!name || !*name || strlen(name) > 128)
+		return 0;
+	if (!((*name >= 'A' && *name <= 'Z') || (*name >= 'a' && *name <= 'z') || *name == '_'))
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+		      (*c >= '0' && *c <= '9') || *c == '_'))
+			return 0;
+	return 1;
+}
+
+static int app_name_valid(const char *name)
+{
+	if (!*name || strlen(name) > 64)
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+			return 0;
+	return 1;
+}
+
+static int check_env_object(const json_t *o, const char *where, char *err, size_t errlen)
+{
+	const char *name;
+	json_t *v;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "secrets disk: %s is not an object", where);
+		return -EBADMSG;
+	}
+	json_object_foreach((json_t *)o, name, v) {
+		if (!secrets_name_valid(name)) {
+			snprintf(err, errlen, "secrets disk: %s has an invalid variable name",
+				 where);
+			return -EBADMSG;
+		}
+		if (!json_is_string(v)) {
+			snprintf(err, errlen, "secrets disk: %s.%s is not a string", where, name);
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+int secrets_parse(const char *buf, size_t len, json_t **ret, char *err, size_t errlen)
+{
+	_cleanup_(json_decrefp) json_t *doc = NULL;
+	size_t body, end;
+	const char *key, *app;
+	json_t *v, *apps;
+	int r;
+
+	if (len > SECRETS_MAX_BYTES || len < strlen(MAGIC) || memcmp(buf, MAGIC, strlen(MAGIC))) {
+		snprintf(err, errlen, "secrets disk: not a BERTHSEC1 image");
+		return -EBADMSG;
+	}
+	body = strlen(MAGIC);
+	end = body;
+	while (end < len && buf[end] != '\0')
+		end++;
+	for (size_t i = end; i < len; i++)
+		if (buf[i] != '\0') {
+			snprintf(err, errlen, "secrets disk: data after the JSON document");
+			return -EBADMSG;
+		}
+	/* No JSON_ALLOW_NUL: a value with a NUL byte is refused by the parser itself. */
+	doc = json_loadb(buf + body, end - body, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(doc)) {
+		/* jansson's error text can quote input; say only where the problem is. */
+		snprintf(err, errlen, "secrets disk: the JSON document is malformed");
+		return -EBADMSG;
+	}
+	json_object_foreach(doc, key, v) {
+		if (!streq(key, "shared") && !streq(key, "apps")) {
+			snprintf(err, errlen, "secrets disk: unknown top-level key");
+			return -EBADMSG;
+		}
+	}
+	if (json_object_get(doc, "shared")) {
+		r = check_env_object(json_object_get(doc, "shared"), "shared", err, errlen);
+		if (r < 0)
+			return r;
+	}
+	apps = json_object_get(doc, "apps");
+	if (apps && !json_is_object(apps)) {
+		snprintf(err, errlen, "secrets disk: apps is not an object");
+		return -EBADMSG;
+	}
+	json_object_foreach(apps, app, v) {
+		char where[96];
+
+		if (!app_name_valid(app)) {
+			snprintf(err, errlen, "secrets disk: invalid app name");
+			return -EBADMSG;
+		}
+		snprintf(where, sizeof(where), "apps.%s", app);
+		r = check_env_object(v, where, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(doc);
+	return 0;
+}
+
+int secrets_read_device(const char *dev, json_t **ret, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = malloc(SECRETS_MAX_BYTES);
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		snprintf(err, errlen, "secrets disk: cannot open %s: %s", dev, strerror(errno));
+		return -errno;
+	}
+	/* Nobody may open it again: no app, no later process of ours. */
+	(void)chmod(dev, 0);
+	(void)unlink(dev);
+	n = loop_read(fd, buf, SECRETS_MAX_BYTES);
+	if (n < 0) {
+		snprintf(err, errlen, "secrets disk: cannot read %s: %s", dev, strerror((int)-n));
+		return (int)n;
+	}
+	return secrets_parse(buf, (size_t)n, ret, err, errlen);
+}
+
+static json_t *names_of(const json_t *o)
+{
+	json_t *arr = json_array(), *v;
+	const char *name;
+
+	json_object_foreach((json_t *)o, name, v)
+		json_array_append_new(arr, json_string(name));
+	return arr;
+}
+
+json_t *secrets_names(const json_t *secrets)
+{
+	json_t *apps = json_object(), *v;
+	const char *app;
+
+	json_object_foreach(json_object_get(secrets, "apps"), app, v)
+		json_object_set_new(apps, app, names_of(v));
+	return json_pack("{s:o, s:o}", "apps", apps, "shared",
+			 names_of(json_object_get(secrets, "shared")));
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Build one fuzz target with clang's libFuzzer (+ASan +UBSan) and run it.
+#
+#   test/fuzz/run-libfuzzer.sh [TARGET] [SECONDS] [extra libFuzzer flags...]
+#
+# TARGET is the part after "fuzz-" (default mux-frames); SECONDS defaults to 60.
+# Needs clang-14 and libclang-rt-14-dev. The seed corpus in test/fuzz/corpus/TARGET is read,
+# not written: new inputs go to $BERTH_FUZZ_DIR/corpus-TARGET (default: build/libfuzzer/,
+# inside the ignored build dir), crashes to $BERTH_FUZZ_DIR/crash-*. Once a crash is fixed,
+# copy it into the seed corpus so the gcc replay in `meson test` keeps it fixed.
+set -eu
+
+target=${1:-mux-frames}
+seconds=${2:-60}
+[ $# -gt 0 ] && shift
+[ $# -gt 0 ] && shift
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${BERTH_FUZZ_DIR:-$root/build/libfuzzer}
+cc=${CLANG:-clang-14}
+
+# The library sources each target needs (libc-only code from src/basic).
+case "$target" in
+mux-frames) sources="src/basic/mux.c" ;;
+*)
+	echo "run-libfuzzer.sh: unknown target '$target'; add its sources here" >&2
+	exit 2
+	;;
+esac
+
+if ! command -v "$cc" >/dev/null 2>&1; then
+	echo "run-libfuzzer.sh: $cc not found (apt-get install clang-14 libclang-rt-14-dev)" >&2
+	exit 77
+fi
+
+mkdir -p "$out/corpus-$target"
+cd "$root"
+# shellcheck disable=SC2086
+"$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-Isrc/basic -Isrc/include \
+	"test/fuzz/fuzz-$target.c" $sources -o "$out/fuzz-$target"
+
+exec "$out/fuzz-$target" -max_total_time="$seconds" -print_final_stats=1 \
+	-artifact_prefix="$out/" "$@" "$out/corpus-$target" "test/fuzz/corpus/$target"

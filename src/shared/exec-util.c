@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec-util.h"
+#include "macros.h"
+
+static int is_executable_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int find_executable_in_path(const char *name, char **ret_path)
+{
+	_cleanup_free_ char *copy = NULL;
+	const char *path = getenv("PATH");
+	char *save = NULL;
+
+	if (!path || !*path)
+		return -ENOENT;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char *p;
+
+		if (asprintf(&p, "%s/%s", dir, name) < 0)
+			return -ENOMEM;
+		if (is_executable_file(p)) {
+			*ret_path = p;
+			return 0;
+		}
+		free(p);
+	}
+	return -ENOENT;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static _noreturn_ void exec_child(char *const argv[], int out_fd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+	    dup2(null, STDERR_FILENO) < 0)
+		_exit(127);
+	execv(argv[0], argv);
+	_exit(127);
+}
+
+/* Read until EOF or @deadline; keep the first @max bytes in @buf (which has room for a NUL). */
+static int read_until(int fd, int64_t deadline, char *buf, size_t max, size_t *ret_len)
+{
+	char scratch[4096];
+	size_t len = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+		int r;
+
+		if (left <= 0)
+			return -ETIME;
+		r = poll(&p, 1, (int)MIN(left, (int64_t)INT32_MAX));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIME;
+		if (len < max)
+			n = read(fd, buf + len, max - len);
+		else
+			n = read(fd, scratch, sizeof(scratch));
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (len < max)
+			len += (size_t)n;
+	}
+	*ret_len = len;
+	return 0;
+}
+
+/* Reap @pid by @deadline, or kill it then. */
+static int reap_until(pid_t pid, int64_t deadline, int *ret_status)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, ret_status, WNOHANG);
+
+		if (r == pid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (now_ms() >= deadline) {
+			(void)kill(pid, SIGKILL);
+			while (waitpid(pid, ret_status, 0) < 0 && errno == EINTR)
+				;
+			return -ETIME;
+		}
+		(void)usleep(5000);
+	}
+}
+
+int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret_out,
+		int *ret_status)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int rfd = -EBADF;
+	int64_t deadline = now_ms() + timeout_ms;
+	int pipefd[2], status = 0, r, k;
+	size_t len = 0;
+	pid_t pid;
+
+	buf = malloc(max_bytes + 1);
+	if (!buf)
+		return -ENOMEM;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		safe_close(pipefd[0]);
+		safe_close(pipefd[1]);
+		return -errno;
+	}
+	if (pid == 0)
+		exec_child(argv, pipefd[1]);
+	safe_close(pipefd[1]);
+	rfd = pipefd[0];
+	r = read_until(rfd, deadline, buf, max_bytes, &len);
+	if (r < 0)
+		deadline = now_ms(); /* kill it now rather than wait for it */
+	rfd = safe_close(rfd);
+	k = reap_until(pid, deadline, &status);
+	if (r < 0)
+		return r;
+	if (k < 0)
+		return k;
+	buf[len] = '\0';
+	*ret_out = TAKE_PTR(buf);
+	*ret_status = status;
+	return 0;
+}

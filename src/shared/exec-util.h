@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stddef.h>
+
+/*
+ * Running other programs from the CLI: finding them in $PATH and collecting what they print,
+ * with a deadline and a cap, so a hung or chatty tool cannot hang or flood the caller.
+ */
+
+/*
+ * find_executable_in_path() - look @name up in $PATH, as execvp() would.
+ * Returns 0 and a malloc()ed path to an executable regular file in *@ret_path, -ENOENT when
+ * $PATH has none (or is unset), -ENOMEM.
+ */
+int find_executable_in_path(const char *name, char **ret_path);
+
+/*
+ * run_capture() - run @argv with stdin and stderr on /dev/null and collect its stdout.
+ * @argv: argv[0] is the program's path; $PATH is not searched.
+ * @timeout_ms: the child is killed (SIGKILL) and reaped when it has not exited by then.
+ * @max_bytes: at most this much output is kept; the rest is read and discarded.
+ * @ret_out: a NUL-terminated malloc()ed buffer with the output (may be empty).
+ * @ret_status: the wait status (see waitpid(2)).
+ * Returns 0, -ETIME after a timeout (nothing in @ret_out), or -errno.
+ */
+int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret_out,
+		int *ret_status);

@@ -14,7 +14,7 @@ drift() {
 	{
 		printf '%s\n' '########################################################################'
 		printf '# PIN DRIFT: %s\n#   locked: %s\n#   built:  %s\n' "$1" "$2" "$3"
-		printf '%s\n' '# The archive moved (security update). Review, then run vm/repin.'
+		printf '%s\n' '# Debian'"'"'s archive moved, or guest code changed. Review, then run vm/repin.'
 		printf '%s\n' '########################################################################'
 	} >&2
 	[ -n "${DRIFT_FILE:-}" ] && printf '%s: locked %s, built %s\n' "$1" "$2" "$3" >> "$DRIFT_FILE"

@@ -26,14 +26,15 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret,
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EBADFD;
-	if ((size_t)st.st_size > max_size)
+	/* st_size is only a hint: sysfs and procfs files claim 4096 or 0 bytes. */
+	if ((size_t)st.st_size > max_size && st.st_size != 4096)
 		return -EFBIG;
 
 	for (;;) {
 		ssize_t n;
 
 		if (size + 1 >= alloc) {
-			size_t want = alloc ? alloc * 2 : (size_t)st.st_size + 4096;
+			size_t want = alloc ? alloc * 2 : MIN((size_t)st.st_size, max_size) + 4096;
 			char *p;
 
 			if (want > max_size + 1)

@@ -1,36 +1,75 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * berth-init: PID 1 of the guest. This first version mounts the basic filesystems,
- * reports the kernel and its Landlock ABI on the console and powers off.
+ * berth-init: PID 1 of the guest.
+ *
+ * Init phase (may fail: it then reports why on the control port and powers off): mounts,
+ * the multiplexer on the host channel, the state disk, the secrets disk, the app shares.
+ * Loop phase (must never die): the event loop reaps every child and serves the host.
+ * Finish phase: stop what runs, sync, unmount, report power_off and power off.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "control.h"
+#include "disks.h"
+#include "evloop.h"
 #include "fileio.h"
+#include "journal.h"
 #include "macros.h"
 #include "missing-landlock.h"
+#include "mux-io.h"
+#include "secrets.h"
 
-static void say(const char *fmt, ...) _printf_(1, 2);
-static void say(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
+#define MUX_PORT_NAME "berth.mux"
+#define APPS_MAX 64
 
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	dprintf(STDOUT_FILENO, "berth-init: %s\n", buf);
-}
+typedef struct Init {
+	EvLoop *loop;
+	MuxIo *mux;
+	json_t *secrets; /* values: never logged, never in an event */
+	bool shutting_down;
+	bool state_mounted;
+	unsigned n_apps;
+	char app_names[APPS_MAX][65];
+	int exit_code;
+	const char *power_off_reason;
+} Init;
 
-static _noreturn_ void power_off(void)
+static Init init;
+
+typedef struct Mount {
+	const char *source, *target, *type;
+	unsigned long flags;
+	const char *data;
+	bool optional;
+} Mount;
+
+static const Mount base_mounts[] = {
+	{"proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, false},
+	{"sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, false},
+	{"devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,gid=5",
+	 true},
+	{"tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m", true},
+	{"securityfs", "/sys/kernel/security", "securityfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
+	 true},
+	{"tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m", false},
+	{"tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m", false},
+	{"tmpfs", "/app", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m", false},
+};
+
+static _noreturn_ void power_off_now(void)
 {
 	sync();
 	reboot(RB_POWER_OFF);
@@ -38,50 +77,365 @@ static _noreturn_ void power_off(void)
 		pause();
 }
 
-typedef struct Mount {
-	const char *source, *target, *type;
-	unsigned long flags;
-	const char *data;
-} Mount;
-
-static const Mount base_mounts[] = {
-	{"proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
-	{"sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
-	{"securityfs", "/sys/kernel/security", "securityfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	 NULL},
-	{"tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m"},
-	{"tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m"},
-};
-
-static int mount_base(void)
+static int mount_base(char *cgroup_opts, size_t size)
 {
 	for (size_t i = 0; i < ELEMENTSOF(base_mounts); i++) {
 		const Mount *m = &base_mounts[i];
 
-		if (mount(m->source, m->target, m->type, m->flags, m->data) < 0 && errno != EBUSY) {
-			say("cannot mount %s on %s: %s", m->type, m->target, strerror(errno));
+		(void)mkdir(m->target, 0755);
+		if (mount(m->source, m->target, m->type, m->flags, m->data) < 0 && errno != EBUSY &&
+		    !m->optional) {
+			journal_logf("cannot mount %s on %s: %s", m->type, m->target,
+				     strerror(errno));
+			return -errno;
+		}
+	}
+	/* cgroup2 with delegation boundaries; favordynmods is newer, fall back without it. */
+	snprintf(cgroup_opts, size, "nsdelegate,favordynmods");
+	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  cgroup_opts) < 0) {
+		snprintf(cgroup_opts, size, "nsdelegate");
+		if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  cgroup_opts) < 0)
+			snprintf(cgroup_opts, size, "unavailable");
+	}
+	return 0;
+}
+
+static int find_mux_port(char *ret, size_t size)
+{
+	for (int attempt = 0; attempt < 200; attempt++) {
+		DIR *d = opendir("/sys/class/virtio-ports");
+		struct dirent *de;
+
+		while (d && (de = readdir(d))) {
+			_cleanup_free_ char *path = NULL, *name = NULL;
+
+			if (de->d_name[0] == '.' ||
+			    asprintf(&path, "/sys/class/virtio-ports/%s/name", de->d_name) < 0)
+				continue;
+			if (read_full_file(path, 256, &name, NULL) < 0)
+				continue;
+			name[strcspn(name, "\n")] = '\0';
+			if (streq(name, MUX_PORT_NAME)) {
+				snprintf(ret, size, "/dev/%.255s", de->d_name);
+				closedir(d);
+				return 0;
+			}
+		}
+		if (d)
+			closedir(d);
+		usleep(10 * 1000);
+	}
+	return -ENOENT;
+}
+
+static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
+{
+	static const char *const names[] = {"idle",  "handshake",   "ready",
+					    "reset", "host_absent", "disconnected"};
+
+	if (state == MUX_IO_READY || state == MUX_IO_RESET)
+		journal_logf("host channel: %s (epoch %u)", names[state],
+			     mux_get_epoch(mux_io_get_mux(io)));
+}
+
+static int start_mux(void)
+{
+	MuxIoConfig cfg = {
+		.mux.role = MUX_ROLE_GUEST, .tolerate_eof = true, .on_state = on_mux_state};
+	char dev[320];
+	int r, fd;
+
+	r = find_mux_port(dev, sizeof(dev));
+	if (r < 0) {
+		DIR *d = opendir("/sys/class/virtio-ports");
+		struct dirent *de;
+
+		while (d && (de = readdir(d)))
+			journal_logf("virtio port entry: %s", de->d_name);
+		if (d)
+			closedir(d);
+		else
+			journal_logf("no /sys/class/virtio-ports: %s", strerror(errno));
+		journal_logf("no virtio port named %s: the host channel is missing", MUX_PORT_NAME);
+		return r;
+	}
+	r = mux_io_new(init.loop, &cfg, &init.mux);
+	if (r < 0)
+		return r;
+	/* One fd for both directions: a port can be opened only once. */
+	fd = open(dev, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return mux_io_set_transport(init.mux, fd);
+}
+
+static void status_reply(json_t *reply, void *userdata)
+{
+	json_object_set_new(reply, "apps", json_array());
+	json_object_set_new(reply, "shuttingDown", json_boolean(init.shutting_down));
+	json_object_set_new(reply, "uptimeMs", json_integer(journal_uptime_ms()));
+}
+
+static void begin_shutdown(const char *reason);
+
+static void shutdown_requested(void *userdata)
+{
+	begin_shutdown("host request");
+}
+
+static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	if (si->ssi_signo == SIGCHLD) {
+		/* PID 1 inherits every orphan: reap them all, known or not. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		return 0;
+	}
+	begin_shutdown(si->ssi_signo == SIGPWR ? "SIGPWR" : "signal");
+	return 0;
+}
+
+static int setup_state_disk(void)
+{
+	char dev[64];
+	int formatted, r;
+
+	if (disk_find_by_serial("state", dev, sizeof(dev)) < 0) {
+		/* No state disk: /workspace lives in memory for this boot only. */
+		if (mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+			return -errno;
+		journal_event("boot_phase",
+			      json_pack("{s:s, s:b}", "phase", "state", "persistent", 0));
+		return 0;
+	}
+	r = state_disk_mount(dev, &formatted);
+	if (r < 0) {
+		journal_logf("state disk %s: %s", dev, strerror(-r));
+		return r;
+	}
+	init.state_mounted = true;
+	journal_event("boot_phase",
+		      json_pack("{s:s, s:b, s:s, s:b}", "phase", "state", "persistent", 1, "device",
+				dev, "formatted", formatted));
+	return 0;
+}
+
+static int setup_secrets(void)
+{
+	char dev[64], err[256];
+	int r;
+
+	if (disk_find_by_serial("secrets", dev, sizeof(dev)) < 0)
+		return 0;
+	r = secrets_read_device(dev, &init.secrets, err, sizeof(err));
+	if (r < 0) {
+		journal_logf("%s", err);
+		return r;
+	}
+	journal_event("secrets_loaded", json_pack("{s:o}", "names", secrets_names(init.secrets)));
+	return 0;
+}
+
+static void parse_app_names(void)
+{
+	const char *env = getenv("BERTH_VM_APPS");
+	_cleanup_free_ char *copy = env ? strdup(env) : NULL;
+	char *save = NULL;
+
+	if (!copy)
+		return;
+	for (char *n = strtok_r(copy, ",", &save); n && init.n_apps < APPS_MAX;
+	     n = strtok_r(NULL, ",", &save))
+		snprintf(init.app_names[init.n_apps++], sizeof(init.app_names[0]), "%s", n);
+}
+
+static int mount_app_shares(void)
+{
+	for (unsigned i = 0; i < APPS_MAX; i++) {
+		char serial[16], dev[64], target[128];
+
+		snprintf(serial, sizeof(serial), "app%u", i);
+		if (disk_find_by_serial(serial, dev, sizeof(dev)) < 0)
+			break;
+		if (i >= init.n_apps)
+			snprintf(init.app_names[init.n_apps++], sizeof(init.app_names[0]), "app%u",
+				 i);
+		snprintf(target, sizeof(target), "/app/%s", init.app_names[i]);
+		(void)mkdir(target, 0755);
+		if (mount(dev, target, "erofs", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+			journal_logf("cannot mount app share %s (%s) on %s: %s", serial, dev,
+				     target, strerror(errno));
 			return -errno;
 		}
 	}
 	return 0;
 }
 
+static void boot_start(const char *cgroup_opts)
+{
+	_cleanup_free_ char *lsm = NULL, *cmdline = NULL;
+	size_t cmdline_len = 0;
+	struct utsname u;
+
+	uname(&u);
+	if (read_full_file("/sys/kernel/security/lsm", 4096, &lsm, NULL) < 0)
+		lsm = NULL;
+	(void)read_full_file("/proc/cmdline", 4096, &cmdline, &cmdline_len);
+	journal_event("boot_start",
+		      json_pack("{s:i, s:s, s:I, s:s, s:s, s:i}", "pid", (int)getpid(), "kernel",
+				u.release, "cmdlineBytes", (json_int_t)cmdline_len, "cgroup2",
+				cgroup_opts, "lsm", lsm ? strtok(lsm, "\n") : "", "landlockAbi",
+				landlock_abi_version()));
+}
+
+static int init_phase(void)
+{
+	static const struct {
+		const char *phase;
+		int (*run)(void);
+	} steps[] = {
+		{"state", setup_state_disk},
+		{"secrets", setup_secrets},
+		{"shares", mount_app_shares},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+		int r = steps[i].run();
+
+		if (r < 0) {
+			journal_event("boot_failed",
+				      json_pack("{s:s, s:s}", "phase", steps[i].phase, "reason",
+						strerror(-r)));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Let queued events reach the host before the machine goes away: run the loop until it has
+ * been idle for a while (bytes also sit in socketpairs between a connection and its bridge),
+ * bounded, never blocking on a host that does not read. */
+static void flush_to_host(uint64_t max_usec)
+{
+	uint64_t deadline = ev_time_now() + max_usec;
+	unsigned idle = 0;
+
+	while (ev_time_now() < deadline && idle < 3) {
+		const uint8_t *buf;
+		Mux *m = init.mux ? mux_io_get_mux(init.mux) : NULL;
+		int r;
+
+		if (!m || mux_io_get_state(init.mux) != MUX_IO_READY)
+			break;
+		r = ev_run(init.loop, 20 * USEC_PER_MSEC);
+		if (r > 0 || control_pending() > 0 || mux_output(m, &buf) > 0)
+			idle = 0;
+		else
+			idle++;
+	}
+}
+
+static void unmount_all(unsigned *ret_failed)
+{
+	static const char *const targets[] = {"/workspace", "/state"};
+
+	*ret_failed = 0;
+	for (unsigned i = 0; i < init.n_apps; i++) {
+		char target[128];
+
+		snprintf(target, sizeof(target), "/app/%s", init.app_names[i]);
+		if (umount2(target, 0) < 0 && errno != EINVAL && umount2(target, MNT_DETACH) < 0)
+			(*ret_failed)++;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(targets); i++)
+		if (umount2(targets[i], 0) < 0 && errno != EINVAL) {
+			/* Lazy fallback: the data is synced either way; count what refused. */
+			(void)umount2(targets[i], MNT_DETACH);
+			(*ret_failed)++;
+		}
+}
+
+static _noreturn_ void finish_phase(void)
+{
+	unsigned unmount_failed;
+	int killed = 0;
+
+	/* No app runs yet in this version; everything left is ours to end. */
+	if (kill(-1, SIGKILL) == 0)
+		killed = 1;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	sync();
+	unmount_all(&unmount_failed);
+	journal_event("power_off",
+		      json_pack("{s:s, s:i, s:o, s:b, s:i}", "reason",
+				init.power_off_reason ? init.power_off_reason : "", "exitCode",
+				init.exit_code, "apps", json_array(), "killed", killed,
+				"unmountFailed", (int)unmount_failed));
+	flush_to_host(2 * USEC_PER_SEC);
+	power_off_now();
+}
+
+static void begin_shutdown(const char *reason)
+{
+	if (init.shutting_down)
+		return;
+	init.shutting_down = true;
+	init.power_off_reason = reason;
+	journal_event("shutting_down", json_pack("{s:s}", "reason", reason));
+	ev_exit(init.loop, 0);
+}
+
 int main(void)
 {
-	_cleanup_free_ char *lsm = NULL;
-	struct utsname u;
+	static const int signals[] = {SIGCHLD, SIGTERM, SIGINT, SIGPWR};
+	char cgroup_opts[64];
+	ControlHandlers handlers = {.status = status_reply, .shutdown = shutdown_requested};
+	int r;
 
 	if (getpid() != 1) {
 		dprintf(STDERR_FILENO, "berth-init: must run as PID 1 in the guest\n");
 		return 1;
 	}
-	if (mount_base() < 0)
-		power_off();
-	uname(&u);
-	if (read_full_file("/sys/kernel/security/lsm", 4096, &lsm, NULL) < 0)
-		lsm = NULL;
-	say("kernel %s, landlock ABI %d, lsm %s", u.release, landlock_abi_version(),
-	    lsm ? lsm : "(unknown)");
-	say("powering off");
-	power_off();
+	umask(022);
+	if (journal_init() < 0 || mount_base(cgroup_opts, sizeof(cgroup_opts)) < 0 ||
+	    ev_loop_new(&init.loop) < 0)
+		power_off_now();
+	for (size_t i = 0; i < ELEMENTSOF(signals); i++)
+		(void)ev_add_signal(init.loop, NULL, signals[i], on_signal, NULL);
+
+	boot_start(cgroup_opts);
+	/* The control and log ports come first, so even a failed boot is reported. */
+	r = start_mux();
+	if (r >= 0)
+		r = control_listen(init.loop, init.mux, &handlers);
+	if (r < 0) {
+		journal_event("boot_failed",
+			      json_pack("{s:s, s:s}", "phase", "channel", "reason", strerror(-r)));
+		init.exit_code = 1;
+		init.power_off_reason = "boot failed";
+		finish_phase();
+	}
+	parse_app_names();
+	r = init_phase();
+	if (r < 0) {
+		init.exit_code = 1;
+		init.power_off_reason = "boot failed";
+		/* Give the host a moment to attach and read why. */
+		flush_to_host(3 * USEC_PER_SEC);
+		finish_phase();
+	}
+	journal_event("boot_complete",
+		      json_pack("{s:I}", "uptimeMs", (json_int_t)journal_uptime_ms()));
+
+	/* The loop phase: only a shutdown ends it. */
+	for (;;) {
+		r = ev_loop(init.loop);
+		if (init.shutting_down)
+			break;
+		journal_logf("event loop failed (%s); carrying on", strerror(r < 0 ? -r : EIO));
+	}
+	finish_phase();
 }

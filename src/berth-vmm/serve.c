@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The supervising half of berth-vmm: start QEMU, hold the one client connection to its
+ * multiplexed channel, map the run dir's sockets onto guest ports, follow the guest's
+ * boot events, and notice when QEMU goes away.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "evloop.h"
+#include "fileio.h"
+#include "line-conn.h"
+#include "log.h"
+#include "macros.h"
+#include "mux-io.h"
+#include "rundir.h"
+#include "vmm-run.h"
+
+#define PENDING_MAX 64
+#define EVENT_LINE_MAX (1024 * 1024) /* host rule: bound every line the guest sends */
+#define CONNECT_TIMEOUT_USEC (10 * USEC_PER_SEC)
+#define STOP_TIMEOUT_USEC (20 * USEC_PER_SEC)
+#define SETTLE_USEC (200 * USEC_PER_MSEC)
+
+typedef struct Listener {
+	struct Serve *serve;
+	uint32_t port;
+	char path[108];
+	int fd;
+} Listener;
+
+typedef struct Pending {
+	int fd;
+	uint32_t port;
+} Pending;
+
+typedef struct Serve {
+	Vmm *vmm;
+	EvLoop *loop;
+	MuxIo *io;
+	LineConn *events;
+	Listener listeners[2 + VMM_APPS_MAX];
+	size_t n_listeners;
+	Pending pending[PENDING_MAX];
+	size_t n_pending;
+	char mux_path[108];
+	uint64_t connect_deadline;
+	EvSource *connect_timer, *stop_timer;
+	bool booted, powered_off, stop_requested, qemu_gone;
+	int guest_exit_code;
+	int qemu_code, qemu_status;
+	int exit_code;
+	char state[32];
+} Serve;
+
+static void set_state(Serve *s, const char *state)
+{
+	snprintf(s->state, sizeof(s->state), "%s", state);
+	(void)vmm_write_state(s->vmm, state);
+}
+
+static int unix_listen(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	(void)unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(fd, 64) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void flush_pending(Serve *s)
+{
+	for (size_t i = 0; i < s->n_pending; i++) {
+		int r = mux_io_open_bridge(s->io, s->pending[i].port, s->pending[i].fd);
+
+		if (r < 0)
+			log_debug_errno(r, "could not bridge a waiting client to port %u: %m",
+					s->pending[i].port);
+	}
+	s->n_pending = 0;
+}
+
+static int on_accept(EvSource *src, int fd, uint32_t revents, void *userdata)
+{
+	Listener *l = userdata;
+	Serve *s = l->serve;
+	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (c < 0)
+		return 0;
+	if (mux_io_get_state(s->io) == MUX_IO_READY) {
+		(void)mux_io_open_bridge(s->io, l->port, c);
+		return 0;
+	}
+	/* The guest is not up yet: hold the client until the channel is. */
+	if (s->n_pending >= PENDING_MAX || s->qemu_gone) {
+		close(c);
+		return 0;
+	}
+	s->pending[s->n_pending++] = (Pending){c, l->port};
+	return 0;
+}
+
+static int add_listener(Serve *s, const char *file, uint32_t port)
+{
+	Listener *l = &s->listeners[s->n_listeners];
+	int r;
+
+	snprintf(l->path, sizeof(l->path), "%s/%s", s->vmm->run_dir, file);
+	l->serve = s;
+	l->port = port;
+	l->fd = unix_listen(l->path);
+	if (l->fd < 0)
+		return log_error_errno(l->fd, "cannot listen on %s: %m", l->path);
+	r = ev_add_io(s->loop, NULL, l->fd, EPOLLIN, on_accept, l);
+	if (r < 0)
+		return r;
+	s->n_listeners++;
+	return 0;
+}
+
+static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
+{
+	Serve *s = userdata;
+	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+	const char *event = json_string_value(json_object_get(o, "event"));
+
+	/* Shape-check only: guest output is recorded, it never chooses an action here
+	 * beyond the state we report. */
+	if (!json_is_object(o) || !event) {
+		json_decref(o);
+		return;
+	}
+	log_info("guest: %.*s", (int)MIN(len, (size_t)4096), line);
+	if (streq(event, "boot_complete") && !s->booted) {
+		s->booted = true;
+		set_state(s, "running");
+	} else if (streq(event, "boot_failed")) {
+		set_state(s, "boot_failed");
+	} else if (streq(event, "power_off")) {
+		json_t *code = json_object_get(o, "exitCode");
+
+		s->powered_off = true;
+		s->guest_exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 1;
+	}
+	json_decref(o);
+}
+
+static void on_event_close(LineConn *c, int error, void *userdata)
+{
+	Serve *s = userdata;
+
+	if (s->events == c)
+		s->events = NULL;
+}
+
+static int open_event_stream(Serve *s)
+{
+	int sp[2], r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -errno;
+	r = line_conn_new(s->loop, sp[0], EVENT_LINE_MAX, 64 * 1024, on_event_line, on_event_close,
+			  s, &s->events);
+	if (r < 0) {
+		close(sp[1]);
+		return r;
+	}
+	return mux_io_open_bridge(s->io, MUX_PORT_CONTROL, sp[1]);
+}
+
+static void send_shutdown(Serve *s)
+{
+	static const char req[] = "{\"op\":\"shutdown\"}";
+
+	if (s->events)
+		(void)line_conn_write(s->events, req, sizeof(req) - 1);
+}
+
+static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
+{
+	Serve *s = userdata;
+
+	switch (state) {
+	case MUX_IO_READY:
+		log_info("guest channel up (epoch %u)", mux_get_epoch(mux_io_get_mux(io)));
+		line_conn_free(s->events);
+		s->events = NULL;
+		if (open_event_stream(s) < 0)
+			log_warning("cannot follow the guest's boot events");
+		if (s->stop_requested)
+			send_shutdown(s);
+		flush_pending(s);
+		break;
+	case MUX_IO_RESET:
+	case MUX_IO_DISCONNECTED:
+		if (!s->qemu_gone)
+			log_warning("guest channel reset: %s", strerror(error < 0 ? -error : EIO));
+		break;
+	case MUX_IO_IDLE:
+	case MUX_IO_HANDSHAKE:
+	case MUX_IO_HOST_ABSENT:
+		break;
+	}
+}
+
+static int try_connect_mux(EvSource *src, uint64_t usec, void *userdata)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	Serve *s = userdata;
+	int fd;
+
+	strcpy(sa.sun_path, s->mux_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		(void)mux_io_set_transport(s->io, fd);
+		return 0;
+	}
+	safe_close(fd);
+	if (ev_time_now() > s->connect_deadline || s->qemu_gone) {
+		log_error("QEMU never opened its channel socket %s", s->mux_path);
+		s->vmm->engine.ops->stop(&s->vmm->engine);
+		return 0;
+	}
+	ev_source_set_time_relative(src, 20 * USEC_PER_MSEC);
+	ev_source_set_enabled(src, EV_ONESHOT);
+	return 0;
+}
+
+/* Decide how the VM ended once the last bytes QEMU forwarded (power_off among them) were
+ * read: they may still sit in the transport socket when its pidfd fires. */
+static int on_qemu_gone_settled(EvSource *src, uint64_t usec, void *userdata)
+{
+	Serve *s = userdata;
+	bool clean = s->qemu_code == CLD_EXITED && s->qemu_status == 0;
+
+	if (s->powered_off && clean) {
+		log_info("the guest powered off (exit code %d)", s->guest_exit_code);
+		s->exit_code = s->guest_exit_code == 0 ? 0 : 1;
+		set_state(s, s->exit_code == 0 ? "stopped" : "exited");
+	} else {
+		if (s->powered_off)
+			log_error("QEMU ended with status %d after the guest powered off",
+				  s->qemu_status);
+		else if (s->qemu_code == CLD_EXITED)
+			log_error("QEMU exited with status %d before the guest powered off; see %s",
+				  s->qemu_status, s->vmm->console_path);
+		else
+			log_error(
+				"QEMU was killed by signal %d before the guest powered off; see %s",
+				s->qemu_status, s->vmm->console_path);
+		s->exit_code = 1;
+		set_state(s, streq(s->state, "boot_failed") ? "boot_failed" : "crashed");
+	}
+	ev_exit(s->loop, s->exit_code);
+	return 0;
+}
+
+static int on_qemu_exit(EvSource *src, const siginfo_t *si, void *userdata)
+{
+	Serve *s = userdata;
+
+	s->qemu_gone = true;
+	s->qemu_code = si->si_code;
+	s->qemu_status = si->si_status;
+	s->vmm->engine.pid = 0;
+	return ev_add_time_relative(s->loop, NULL, SETTLE_USEC, on_qemu_gone_settled, s);
+}
+
+static int on_stop_timeout(EvSource *src, uint64_t usec, void *userdata)
+{
+	Serve *s = userdata;
+
+	log_warning("the guest did not power off in time; killing QEMU");
+	s->vmm->engine.ops->stop(&s->vmm->engine);
+	return 0;
+}
+
+static int on_signal(EvSource *src, const struct signalfd_siginfo *si, void *userdata)
+{
+	Serve *s = userdata;
+
+	if (s->stop_requested)
+		return 0;
+	log_info("signal %u: asking the guest to shut down", si->ssi_signo);
+	s->stop_requested = true;
+	send_shutdown(s);
+	(void)ev_add_time_relative(s->loop, &s->stop_timer, STOP_TIMEOUT_USEC, on_stop_timeout, s);
+	return 0;
+}
+
+static void report_ready(Serve *s, int ready_fd)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+
+	if (ready_fd < 0)
+		return;
+	/* The launcher relays these lines: where to find the VM, then the verdict. */
+	if (asprintf(&path, "%s/vm.json", s->vmm->run_dir) >= 0 &&
+	    read_full_file(path, 1024 * 1024, &text, NULL) >= 0) {
+		json_t *doc = json_loads(text, 0, NULL);
+		char *line;
+
+		line = json_dumps(json_pack("{s:s, s:O}", "event", "endpoints", "endpoints",
+					    json_object_get(doc, "endpoints")),
+				  JSON_COMPACT | JSON_SORT_KEYS);
+		if (line)
+			dprintf(ready_fd, "%s\n", line);
+		free(line);
+		line = json_dumps(json_pack("{s:s, s:O, s:O}", "event", "vm_config", "vmConfig",
+					    json_object_get(doc, "vmConfig"), "measurements",
+					    json_object_get(doc, "measurements")),
+				  JSON_COMPACT | JSON_SORT_KEYS);
+		if (line)
+			dprintf(ready_fd, "%s\n", line);
+		free(line);
+		json_decref(doc);
+	}
+	dprintf(ready_fd, "ok\n");
+	close(ready_fd);
+}
+
+static int start(Serve *s)
+{
+	Vmm *v = s->vmm;
+	MuxIoConfig cfg = {.mux.role = MUX_ROLE_HOST, .on_state = on_mux_state, .userdata = s};
+	int r;
+
+	r = ev_loop_new(&s->loop);
+	if (r < 0)
+		return r;
+	r = mux_io_new(s->loop, &cfg, &s->io);
+	if (r < 0)
+		return r;
+	r = add_listener(s, "control.sock", MUX_PORT_CONTROL);
+	if (r >= 0)
+		r = add_listener(s, "logs.sock", MUX_PORT_LOG);
+	for (size_t i = 0; r >= 0 && i < v->n_apps; i++) {
+		char file[32];
+
+		snprintf(file, sizeof(file), "rpc-%zu.sock", i);
+		r = add_listener(s, file, MUX_PORT_RPC_BASE + (uint32_t)i);
+	}
+	if (r < 0)
+		return r;
+	(void)ev_add_signal(s->loop, NULL, SIGTERM, on_signal, s);
+	(void)ev_add_signal(s->loop, NULL, SIGINT, on_signal, s);
+
+	snprintf(s->mux_path, sizeof(s->mux_path), "%s/qemu-mux.sock", v->run_dir);
+	v->vm.ports[0] = (VmPort){"berth.mux", s->mux_path};
+	v->vm.n_ports = 1;
+	set_state(s, "starting");
+	r = v->engine.ops->start(&v->engine, &v->vm);
+	if (r < 0)
+		return log_error_errno(r, "cannot start QEMU: %m");
+	log_info("QEMU started (pid %d, %s)", (int)v->engine.pid, accel_to_string(v->vm.accel));
+	set_state(s, "booting");
+	r = ev_add_child_pidfd(s->loop, NULL, TAKE_FD(v->engine.pidfd), on_qemu_exit, s);
+	if (r < 0)
+		return r;
+	s->connect_deadline = ev_time_now() + CONNECT_TIMEOUT_USEC;
+	return ev_add_time_relative(s->loop, &s->connect_timer, 20 * USEC_PER_MSEC, try_connect_mux,
+				    s);
+}
+
+int vmm_serve(Vmm *v, int ready_fd)
+{
+	Serve s = {.vmm = v};
+	int r;
+
+	r = start(&s);
+	if (r < 0) {
+		if (ready_fd >= 0) {
+			dprintf(ready_fd, "error: see %s\n", v->log_path);
+			close(ready_fd);
+		}
+		if (v->engine.pid > 0)
+			v->engine.ops->stop(&v->engine);
+		rundir_remove(v->run_dir);
+		return 1;
+	}
+	report_ready(&s, ready_fd);
+	r = ev_loop(s.loop);
+	for (size_t i = 0; i < s.n_pending; i++)
+		close(s.pending[i].fd);
+	line_conn_free(s.events);
+	mux_io_free(s.io);
+	ev_loop_free(s.loop);
+	engine_done(&v->engine);
+	/* A VM that stopped cleanly leaves nothing behind; anything else leaves its run dir,
+	 * with vm.json and vmm.log saying what happened, for the next command to report. */
+	if (s.exit_code == 0 && streq(s.state, "stopped"))
+		rundir_remove(v->run_dir);
+	return r < 0 ? 1 : s.exit_code;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vm.json: what other commands learn about a running VM from its run dir. */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macros.h"
+#include "pins.h"
+#include "vmm-run.h"
+
+static json_t *artifact_json(const Artifact *a, const char *name)
+{
+	json_t *o = json_pack("{s:s, s:b, s:I, s:I}", "sha256", a->sha256, "pinned", a->pinned,
+			      "sizeBytes", (json_int_t)a->size, "hashMs", (json_int_t)a->hash_ms);
+
+	if (o && streq(name, "rootfs")) {
+		json_object_set_new(o, "fstype", json_string("erofs"));
+		json_object_set_new(o, "readOnly", json_true());
+	}
+	return o;
+}
+
+static json_t *run_dir_path(const Vmm *v, const char *file)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", v->run_dir, file);
+	return json_string(p);
+}
+
+static json_t *endpoints_json(const Vmm *v)
+{
+	json_t *rpc = json_array(), *o = json_object();
+
+	for (size_t i = 0; i < v->n_apps; i++) {
+		char file[32];
+
+		snprintf(file, sizeof(file), "rpc-%zu.sock", i);
+		json_array_append_new(rpc, json_pack("{s:I, s:s, s:I, s:o}", "index", (json_int_t)i,
+						     "app", v->apps[i].name, "port",
+						     (json_int_t)(5000 + i), "socket",
+						     run_dir_path(v, file)));
+	}
+	json_object_set_new(o, "runDir", json_string(v->run_dir));
+	json_object_set_new(o, "control", run_dir_path(v, "control.sock"));
+	json_object_set_new(o, "logs", run_dir_path(v, "logs.sock"));
+	json_object_set_new(o, "rpc", rpc);
+	json_object_set_new(o, "console", json_string(v->console_path ? v->console_path : ""));
+	json_object_set_new(o, "egress", json_null());
+	return o;
+}
+
+int vmm_write_state(Vmm *v, const char *state)
+{
+	_cleanup_(json_decrefp) json_t *doc = NULL;
+	_cleanup_free_ char *text = NULL, *path = NULL, *cmdline = NULL;
+	json_t *apps = json_array(), *measurements, *endpoints;
+	char self[PATH_MAX] = "";
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0)
+		self[n] = '\0';
+	for (size_t i = 0; i < v->n_apps; i++)
+		json_array_append_new(apps,
+				      json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I}", "index",
+						(json_int_t)i, "name", v->apps[i].name, "share",
+						v->apps[i].image, "appDir", v->apps[i].dir,
+						"treeSha256", v->apps[i].digest.tree_sha256,
+						"files", (json_int_t)v->apps[i].digest.files,
+						"bytes", (json_int_t)v->apps[i].digest.bytes));
+	cmdline = vm_kernel_cmdline(&v->vm);
+	measurements =
+		json_pack("{s:o, s:o, s:o}", "kernel",
+			  artifact_json(&v->artifacts.a[ARTIFACT_KERNEL], "kernel"), "initrd",
+			  artifact_json(&v->artifacts.a[ARTIFACT_INITRD], "initrd"), "rootfs",
+			  artifact_json(&v->artifacts.a[ARTIFACT_ROOTFS], "rootfs"));
+	json_object_set_new(json_object_get(measurements, "kernel"), "linux",
+			    json_string(pin_linux_release()));
+	json_object_set_new(json_object_get(measurements, "kernel"), "cmdline",
+			    json_string(cmdline ? cmdline : ""));
+	if (v->state_fd >= 0)
+		json_object_set_new(measurements, "state",
+				    json_pack("{s:s, s:I, s:b}", "path", v->args.state, "sizeBytes",
+					      (json_int_t)v->state_size, "created",
+					      v->state_created));
+	endpoints = endpoints_json(v);
+	doc = json_pack(
+		"{s:i, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}",
+		"schema", 1, "name", v->name, "pid", (int)getpid(), "owner", (int)getuid(), "vmm",
+		self, "runDir", v->run_dir, "startedAt", v->started_at, "bootId", v->boot_id,
+		"state", state, "engine", "qemu", "accelerator", accel_to_string(v->vm.accel),
+		"apps", apps, "endpoints", endpoints, "vmConfig",
+		json_pack("{s:i, s:i, s:i, s:b}", "cpus", (int)v->vm.cpus, "memMiB",
+			  (int)v->vm.mem_mib, "nics", 0, "tsi", 0),
+		"measurements", measurements);
+	if (!doc)
+		return -ENOMEM;
+	if (v->engine.pid > 0)
+		json_object_set_new(doc, "enginePid", json_integer(v->engine.pid));
+	text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (!text || asprintf(&path, "%s/vm.json", v->run_dir) < 0)
+		return -ENOMEM;
+	return write_file_atomic(path, text, strlen(text), 0600);
+}

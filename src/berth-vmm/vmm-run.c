@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * berth-vmm run: check the arguments and the pins, take the run directory, prepare the
+ * disks, then detach and serve the VM (serve.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "macros.h"
+#include "parse-util.h"
+#include "paths.h"
+#include "rundir.h"
+#include "tsc.h"
+#include "vmm-run.h"
+
+/* Host sockets berth-vmm creates in the run dir; the longest decides the length check. */
+static const char *const run_dir_sockets[] = {"control.sock", "logs.sock", "qemu-mux.sock",
+					      "rpc-63.sock"};
+
+static void usage(void)
+{
+	printf("usage: berth-vmm run --name NAME [--app DIR]... [options]\n"
+	       "  --name NAME          the VM's name (its run dir is ~/.berth/run/vm/NAME)\n"
+	       "  --run-dir DIR        use DIR as the run dir instead\n"
+	       "  --app DIR            an app share (a directory with berth.yml); up to 64\n"
+	       "  --state DISK         the state disk image (created sparse if missing)\n"
+	       "  --state-size MIB     its size when created (default 1024)\n"
+	       "  --secrets FILE       a BERTHSEC1 secrets image, attached read-only\n"
+	       "  --cpus N --mem MIB   2 and 512 by default\n"
+	       "  --artifacts DIR      where the pinned kernel and rootfs are installed (~/.berth/vm)\n"
+	       "  --rootfs IMG         boot this root image instead (recorded as not pinned)\n"
+	       "  --console FILE       the kernel console (default console.log in the run dir)\n"
+	       "  --console-stderr     the kernel console on standard error\n"
+	       "  --foreground         do not detach\n");
+}
+
+static int parse_args(int argc, char **argv, VmmArgs *a)
+{
+	enum {
+		O_NAME = 256,
+		O_RUN_DIR,
+		O_APP,
+		O_STATE,
+		O_STATE_SIZE,
+		O_SECRETS,
+		O_CPUS,
+		O_MEM,
+		O_ARTIFACTS,
+		O_ROOTFS,
+		O_CONSOLE,
+		O_CONSOLE_STDERR,
+		O_FOREGROUND,
+		O_HELP
+	};
+	static const struct option options[] = {
+		{"name", required_argument, NULL, O_NAME},
+		{"run-dir", required_argument, NULL, O_RUN_DIR},
+		{"app", required_argument, NULL, O_APP},
+		{"state", required_argument, NULL, O_STATE},
+		{"state-size", required_argument, NULL, O_STATE_SIZE},
+		{"secrets", required_argument, NULL, O_SECRETS},
+		{"cpus", required_argument, NULL, O_CPUS},
+		{"mem", required_argument, NULL, O_MEM},
+		{"artifacts", required_argument, NULL, O_ARTIFACTS},
+		{"rootfs", required_argument, NULL, O_ROOTFS},
+		{"console", required_argument, NULL, O_CONSOLE},
+		{"console-stderr", no_argument, NULL, O_CONSOLE_STDERR},
+		{"foreground", no_argument, NULL, O_FOREGROUND},
+		{"help", no_argument, NULL, O_HELP},
+		{}};
+	int c;
+
+	*a = (VmmArgs){.cpus = 2, .mem_mib = 512, .state_size_mib = 1024};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+		switch (c) {
+		case O_NAME:
+			a->name = optarg;
+			break;
+		case O_RUN_DIR:
+			a->run_dir = optarg;
+			break;
+		case O_APP:
+			if (a->n_apps >= VMM_APPS_MAX)
+				return log_error("too many --app: a VM holds at most %d apps",
+						 VMM_APPS_MAX);
+			a->apps[a->n_apps++] = optarg;
+			break;
+		case O_STATE:
+			a->state = optarg;
+			break;
+		case O_STATE_SIZE:
+			if (parse_uint_range(optarg, 16, 1024 * 1024, &a->state_size_mib) < 0)
+				return log_error(
+					"--state-size takes MiB from 16 to 1048576, not '%s'",
+					optarg);
+			break;
+		case O_SECRETS:
+			a->secrets = optarg;
+			break;
+		case O_CPUS:
+			if (parse_uint_range(optarg, 1, 16, &a->cpus) < 0)
+				return log_error(
+					"--cpus takes a whole number from 1 to 16, not '%s'",
+					optarg);
+			break;
+		case O_MEM:
+			if (parse_uint_range(optarg, 128, 16384, &a->mem_mib) < 0)
+				return log_error("--mem takes MiB from 128 to 16384, not '%s'",
+						 optarg);
+			break;
+		case O_ARTIFACTS:
+			a->artifacts = optarg;
+			break;
+		case O_ROOTFS:
+			a->rootfs = optarg;
+			break;
+		case O_CONSOLE:
+			a->console = optarg;
+			break;
+		case O_CONSOLE_STDERR:
+			a->console_stderr = true;
+			break;
+		case O_FOREGROUND:
+			a->foreground = true;
+			break;
+		case O_HELP:
+			usage();
+			exit(0);
+		default:
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		return log_error("unexpected argument '%s'; see 'berth-vmm run --help'",
+				 argv[optind]);
+	if (!a->name)
+		return log_error("berth-vmm run needs --name NAME; see 'berth-vmm run --help'");
+	if (!vm_name_valid(a->name))
+		return log_error(
+			"invalid VM name '%s': use 1-64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit",
+			a->name);
+	return 0;
+}
+
+static char *base_name(const char *dir)
+{
+	_cleanup_free_ char *copy = strdup(dir);
+	size_t n;
+	char *slash;
+
+	if (!copy)
+		return NULL;
+	n = strlen(copy);
+	while (n > 1 && copy[n - 1] == '/')
+		copy[--n] = '\0';
+	slash = strrchr(copy, '/');
+	return strdup(slash ? slash + 1 : copy);
+}
+
+static int check_apps(Vmm *v)
+{
+	for (size_t i = 0; i < v->args.n_apps; i++) {
+		_cleanup_free_ char *manifest = NULL;
+		VmmApp *app = &v->apps[i];
+		struct stat st;
+
+		app->image_fd = -EBADF;
+		app->dir = realpath(v->args.apps[i], NULL);
+		if (!app->dir || stat(app->dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			return log_error("--app %s: not a directory", v->args.apps[i]);
+		if (asprintf(&manifest, "%s/berth.yml", app->dir) < 0)
+			return -ENOMEM;
+		if (access(manifest, R_OK) < 0)
+			return log_error(
+				"--app %s: no berth.yml in it; an app directory declares itself with a berth.yml",
+				v->args.apps[i]);
+		app->name = base_name(app->dir);
+		if (!app->name)
+			return -ENOMEM;
+		for (size_t j = 0; j < i; j++)
+			if (streq(v->apps[j].name, app->name))
+				return log_error(
+					"--app %s and --app %s have the same name '%s'; each app of a VM needs its own",
+					v->apps[j].dir, app->dir, app->name);
+		v->n_apps++;
+	}
+	return 0;
+}
+
+static int check_socket_paths(const char *run_dir)
+{
+	for (size_t i = 0; i < ELEMENTSOF(run_dir_sockets); i++) {
+		size_t len = strlen(run_dir) + 1 + strlen(run_dir_sockets[i]);
+
+		if (len > SOCKET_PATH_MAX)
+			return log_error(
+				"the run dir %s is too long for unix sockets (%s/%s is %zu bytes, at most %d): set BERTH_HOME to a shorter path or pass a shorter --run-dir",
+				run_dir, run_dir, run_dir_sockets[i], len, SOCKET_PATH_MAX);
+	}
+	return 0;
+}
+
+static int open_state_disk(Vmm *v)
+{
+	uint64_t want = (uint64_t)v->args.state_size_mib * 1024 * 1024;
+	struct stat st;
+	int fd;
+
+	fd = open(v->args.state, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT) {
+		_cleanup_free_ char *dir = strdup(v->args.state);
+		char *slash = dir ? strrchr(dir, '/') : NULL;
+
+		if (slash && slash != dir) {
+			*slash = '\0';
+			(void)mkdir_p(dir, 0700);
+		}
+		fd = open(v->args.state, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0) {
+			v->state_created = true;
+			/* Sparse: the guest formats it on first boot and only used blocks cost
+			 * space. */
+			if (ftruncate(fd, (off_t)want) < 0) {
+				int r = -errno;
+
+				close(fd);
+				return log_error_errno(r, "cannot size the state disk %s: %m",
+						       v->args.state);
+			}
+		}
+	}
+	if (fd < 0)
+		return log_error_errno(errno, "cannot open the state disk %s: %m", v->args.state);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return log_error("the state disk %s is not a regular file", v->args.state);
+	}
+	v->state_fd = fd;
+	v->state_size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int open_secrets(Vmm *v)
+{
+	struct stat st;
+
+	v->secrets_fd = open(v->args.secrets, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (v->secrets_fd < 0)
+		return log_error_errno(errno, "cannot open the secrets image %s: %m",
+				       v->args.secrets);
+	if (fstat(v->secrets_fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 1024 * 1024)
+		return log_error("the secrets image %s is not a regular file of at most 1 MiB",
+				 v->args.secrets);
+	/* Values must not be readable by anyone else on the host. */
+	if (st.st_mode & 077)
+		return log_error(
+			"the secrets image %s is readable by others (mode %o): it must be 0600",
+			v->args.secrets, st.st_mode & 0777);
+	return 0;
+}
+
+static int pack_shares(Vmm *v)
+{
+	char err[512];
+	int r;
+
+	for (size_t i = 0; i < v->n_apps; i++) {
+		VmmApp *app = &v->apps[i];
+
+		r = share_digest(app->dir, &app->digest, err, sizeof(err));
+		if (r < 0)
+			return log_error("--app %s: %s", app->dir, err);
+		if (asprintf(&app->image, "%s/app-%zu.erofs", v->run_dir, i) < 0)
+			return -ENOMEM;
+		r = share_pack(app->dir, app->image, err, sizeof(err));
+		if (r < 0)
+			return log_error("--app %s: %s", app->dir, err);
+		app->image_fd = open(app->image, O_RDONLY | O_CLOEXEC);
+		if (app->image_fd < 0)
+			return log_error_errno(errno, "cannot open %s: %m", app->image);
+	}
+	return 0;
+}
+
+static void make_boot_id(char ret[37])
+{
+	unsigned char b[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || read(fd, b, sizeof(b)) != sizeof(b))
+		memset(b, 0, sizeof(b));
+	safe_close(fd);
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	snprintf(ret, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+}
+
+static void iso_now(char ret[40])
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	char date[32];
+
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(ret, 40, "%s.%03dZ", date, (int)(ts.tv_nsec / 1000000) % 1000);
+}
+
+static int build_vm_config(Vmm *v)
+{
+	VmConfig *c = &v->vm;
+
+	*c = (VmConfig){
+		.artifacts = &v->artifacts,
+		.cpus = v->args.cpus,
+		.mem_mib = v->args.mem_mib,
+		.accel = accel_detect(),
+		.console_path = v->args.console_stderr ? NULL : v->console_path,
+		.extra_cmdline = "init=/sbin/berth-init",
+	};
+	if (c->accel == ACCEL_TCG) {
+		c->tsc_khz = tsc_measure_khz();
+		if (c->tsc_khz < 0)
+			return log_error_errno(
+				(int)c->tsc_khz,
+				"cannot measure the host TSC rate, which a VM without KVM needs: %m");
+	}
+	if (v->state_fd >= 0)
+		c->disks[c->n_disks++] = (VmDisk){"state", v->state_fd, false};
+	if (v->secrets_fd >= 0)
+		c->disks[c->n_disks++] = (VmDisk){"secrets", v->secrets_fd, true};
+	for (size_t i = 0; i < v->n_apps && c->n_disks < VM_DISKS_MAX; i++) {
+		static char serials[VMM_APPS_MAX][16];
+
+		snprintf(serials[i], sizeof(serials[i]), "app%zu", i);
+		c->disks[c->n_disks++] = (VmDisk){serials[i], v->apps[i].image_fd, true};
+	}
+	if (v->n_apps + 2 > VM_DISKS_MAX)
+		return log_error("this VM engine attaches at most %d app shares", VM_DISKS_MAX - 2);
+	return 0;
+}
+
+static int prepare(Vmm *v)
+{
+	_cleanup_free_ char *vm_dir = NULL;
+	char err[1024];
+	bool was_stale;
+	pid_t owner;
+	int r;
+
+	v->lock_fd = v->state_fd = v->secrets_fd = v->log_fd = -EBADF;
+	v->name = strdup(v->args.name);
+	v->run_dir = v->args.run_dir ? strdup(v->args.run_dir) : berth_run_dir(v->args.name);
+	if (!v->name || !v->run_dir)
+		return log_error_errno(-ENOMEM, "out of memory");
+	r = check_socket_paths(v->run_dir);
+	if (r < 0)
+		return r;
+	r = check_apps(v);
+	if (r < 0)
+		return r;
+
+	/* The pins come first: nothing else happens for artifacts this binary does not trust. */
+	vm_dir = v->args.artifacts ? strdup(v->args.artifacts) : berth_vm_dir();
+	if (!vm_dir)
+		return -ENOMEM;
+	r = artifacts_open_verified(vm_dir, v->args.rootfs, &v->artifacts, err, sizeof(err));
+	if (r < 0)
+		return log_error("%s", err);
+
+	r = rundir_acquire(v->run_dir, &owner, &was_stale);
+	if (r == -EBUSY)
+		return log_error(
+			"VM \"%s\" is already running (berth-vmm pid %d, run dir %s); stop it with 'berth vm stop %s'",
+			v->name, (int)owner, v->run_dir, v->name);
+	if (r < 0)
+		return log_error_errno(r, "cannot create the run dir %s: %m", v->run_dir);
+	v->lock_fd = r;
+	if (was_stale)
+		log_info("cleaned up a stale run dir for \"%s\" (its berth-vmm was gone)", v->name);
+
+	if (asprintf(&v->log_path, "%s/vmm.log", v->run_dir) < 0 ||
+	    asprintf(&v->console_path, "%s/console.log", v->run_dir) < 0)
+		return -ENOMEM;
+	if (v->args.console) {
+		free(v->console_path);
+		v->console_path = strdup(v->args.console);
+	}
+	v->log_fd = open(v->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (v->log_fd < 0)
+		return log_error_errno(errno, "cannot create %s: %m", v->log_path);
+	log_set_extra_fd(v->log_fd);
+
+	if (v->args.state && (r = open_state_disk(v)) < 0)
+		return r;
+	if (v->args.secrets && (r = open_secrets(v)) < 0)
+		return r;
+	r = pack_shares(v);
+	if (r < 0)
+		return r;
+	make_boot_id(v->boot_id);
+	iso_now(v->started_at);
+	return build_vm_config(v);
+}
+
+static void cleanup(Vmm *v)
+{
+	artifacts_done(&v->artifacts);
+	for (size_t i = 0; i < v->n_apps; i++) {
+		safe_close(v->apps[i].image_fd);
+		free(v->apps[i].dir);
+		free(v->apps[i].name);
+		free(v->apps[i].image);
+	}
+	safe_close(v->state_fd);
+	safe_close(v->secrets_fd);
+	safe_close(v->log_fd);
+	safe_close(v->lock_fd);
+	free(v->name);
+	free(v->run_dir);
+	free(v->console_path);
+	free(v->log_path);
+}
+
+/*
+ * Detach: the parent waits until the child has started QEMU (or failed), relays what it
+ * reports on a pipe, and exits with its verdict; the child lives on in its own session.
+ */
+static int detach(int *ret_ready_fd)
+{
+	int pipefd[2];
+	char buf[4096];
+	ssize_t n;
+	pid_t pid;
+	int ok = 0;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		close(pipefd[0]);
+		setsid();
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		*ret_ready_fd = pipefd[1];
+		return 0;
+	}
+	close(pipefd[1]);
+	/* The child writes JSON lines, then "ok" or "error: ..." as its last line. */
+	while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) {
+		(void)loop_write(STDERR_FILENO, buf, (size_t)n);
+		if (memmem(buf, (size_t)n, "\nok\n", 4) || (n >= 3 && !memcmp(buf, "ok\n", 3)))
+			ok = 1;
+	}
+	_exit(ok ? 0 : 1);
+}
+
+int vmm_run_main(int argc, char **argv)
+{
+	Vmm v = {.engine = {.ops = &engine_qemu_ops, .pidfd = -EBADF}};
+	int r, ready_fd = -EBADF;
+
+	if (parse_args(argc, argv, &v.args) < 0)
+		return 2;
+	r = prepare(&v);
+	if (r < 0) {
+		/* A run dir we created and never served is not left behind as stale. */
+		if (v.lock_fd >= 0)
+			rundir_remove(v.run_dir);
+		cleanup(&v);
+		return 1;
+	}
+	if (!v.args.foreground) {
+		r = detach(&ready_fd);
+		if (r < 0) {
+			rundir_remove(v.run_dir);
+			cleanup(&v);
+			return log_error_errno(r, "cannot detach: %m"), 1;
+		}
+		(void)rundir_write_pid(v.lock_fd, getpid());
+		/* From here on standard error is the log file. */
+		dup2(v.log_fd, STDERR_FILENO);
+		log_set_extra_fd(-1);
+	}
+	r = vmm_serve(&v, ready_fd);
+	cleanup(&v);
+	return r;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "artifacts.h"
+#include "engine.h"
+#include "share.h"
+
+/* One running VM as berth-vmm sees it. */
+
+#define VMM_APPS_MAX 64
+#define SOCKET_PATH_MAX 103 /* sizeof(sun_path) - 1, minus the portable margin */
+
+typedef struct VmmApp {
+	char *dir;   /* on the host */
+	char *name;  /* the share's tag: the directory's base name */
+	char *image; /* erofs image of the share, in the run dir */
+	ShareDigest digest;
+	int image_fd;
+} VmmApp;
+
+typedef struct VmmArgs {
+	const char *name;
+	const char *run_dir;
+	const char *artifacts;
+	const char *rootfs;
+	const char *state;
+	unsigned state_size_mib;
+	const char *secrets;
+	const char *console; /* NULL: console.log in the run dir */
+	bool console_stderr;
+	bool foreground;
+	unsigned cpus;
+	unsigned mem_mib;
+	const char *apps[VMM_APPS_MAX];
+	size_t n_apps;
+} VmmArgs;
+
+typedef struct Vmm {
+	VmmArgs args;
+	char *name;
+	char *run_dir;
+	char *console_path;
+	char *log_path;
+	int lock_fd;
+	int log_fd;
+	Artifacts artifacts;
+	VmmApp apps[VMM_APPS_MAX];
+	size_t n_apps;
+	int state_fd;
+	bool state_created;
+	uint64_t state_size;
+	int secrets_fd;
+	VmConfig vm;
+	Engine engine;
+	char started_at[40];
+	char boot_id[37];
+} Vmm;
+
+int vmm_run_main(int argc, char **argv);
+/* Write vm.json in the run dir (atomically); @state e.g. "starting", "running". */
+int vmm_write_state(Vmm *v, const char *state);
+/* Serve the host sockets and supervise QEMU until the VM is gone; returns the exit code. */
+int vmm_serve(Vmm *v, int ready_fd);

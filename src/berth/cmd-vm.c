@@ -1,18 +1,378 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* berth vm status | logs | stop: find VMs through their run dirs and talk to them. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "fileio.h"
 #include "log.h"
+#include "macros.h"
+#include "parse-util.h"
+#include "paths.h"
+#include "rundir.h"
+#include "vm-client.h"
+
+#define STATUS_TIMEOUT_MS 5000
+#define STOP_TIMEOUT_MS_DEFAULT 30000
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Why a stale run dir was left behind, from what its berth-vmm wrote last. */
+static char *stale_reason(const char *run_dir)
+{
+	_cleanup_(json_decrefp) json_t *vm = vm_json_load(run_dir);
+	_cleanup_free_ char *path = NULL, *log = NULL;
+	const char *state = json_string_value(json_object_get(vm, "state"));
+	char *last = NULL, *reason = NULL;
+
+	if (asprintf(&path, "%s/vmm.log", run_dir) >= 0 &&
+	    read_full_file(path, 4 * 1024 * 1024, &log, NULL) >= 0) {
+		size_t n = strlen(log);
+
+		while (n > 0 && log[n - 1] == '\n')
+			log[--n] = '\0';
+		last = strrchr(log, '\n');
+		last = last ? last + 1 : log;
+	}
+	if (asprintf(&reason, "state %s%s%s", state ? state : "unknown",
+		     last && *last ? "; last log line: " : "", last ? last : "") < 0)
+		return NULL;
+	return reason;
+}
+
+typedef struct Sweep {
+	json_t *running; /* names */
+	json_t *stale;	 /* [{name, reason}] */
+	const char *root;
+} Sweep;
+
+static void on_run_dir(const char *name, RunDirState state, pid_t pid, void *userdata)
+{
+	Sweep *s = userdata;
+	_cleanup_free_ char *dir = NULL, *reason = NULL;
+
+	if (state == RUNDIR_RUNNING) {
+		json_array_append_new(s->running, json_string(name));
+		return;
+	}
+	/* Read why it died before the sweep removes it. */
+	if (asprintf(&dir, "%s/%s", s->root, name) >= 0)
+		reason = stale_reason(dir);
+	json_array_append_new(s->stale, json_pack("{s:s, s:s}", "name", name, "reason",
+						  reason ? reason : "unknown"));
+}
+
+static json_t *describe_vm(const char *name, bool query)
+{
+	_cleanup_free_ char *dir = berth_run_dir(name);
+	json_t *vm = dir ? vm_json_load(dir) : NULL, *status = NULL;
+
+	if (!vm)
+		vm = json_pack("{s:s, s:s}", "name", name, "runDir", dir ? dir : "");
+	if (query && dir &&
+	    vm_control_request(dir, "{\"op\":\"status\"}", STATUS_TIMEOUT_MS, &status) >= 0)
+		json_object_set_new(vm, "guest", status);
+	return vm;
+}
+
+static void print_vm(json_t *vm)
+{
+	json_t *guest = json_object_get(vm, "guest"), *app;
+	size_t i;
+
+	printf("%s  berth-vmm pid %lld  boot %s  started %s\n",
+	       json_string_value(json_object_get(vm, "name")),
+	       json_integer_value(json_object_get(vm, "pid")),
+	       json_string_value(json_object_get(vm, "bootId")) ?: "?",
+	       json_string_value(json_object_get(vm, "startedAt")) ?: "?");
+	printf("  run dir %s\n", json_string_value(json_object_get(vm, "runDir")) ?: "?");
+	printf("  %s, %s (%s), %lld vCPUs, %lld MiB, no network device\n",
+	       json_string_value(json_object_get(vm, "state")) ?: "unknown",
+	       json_string_value(json_object_get(vm, "engine")) ?: "?",
+	       json_string_value(json_object_get(vm, "accelerator")) ?: "?",
+	       json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "cpus")),
+	       json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "memMiB")));
+	if (!guest) {
+		printf("  guest: not answering on its control port (still booting?)\n");
+		return;
+	}
+	json_array_foreach(json_object_get(guest, "apps"), i, app) {
+		json_t *cg = json_object_get(app, "cgroup");
+
+		printf("  %s: %s, pid %lld, uid %lld%s%s\n",
+		       json_string_value(json_object_get(app, "name")) ?: "?",
+		       json_string_value(json_object_get(app, "state")) ?: "?",
+		       json_integer_value(json_object_get(app, "pid")),
+		       json_integer_value(json_object_get(app, "uid")), cg ? ", " : "",
+		       cg ? json_string_value(json_object_get(cg, "summary")) ?: "" : "");
+	}
+	if (json_array_size(json_object_get(guest, "apps")) == 0)
+		printf("  no apps running\n");
+}
 
 int cmd_vm_status(int argc, char **argv)
 {
-	return log_error("'berth vm status' is not built yet"), 1;
+	static const struct option options[] = {
+		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {}};
+	_cleanup_free_ char *root = berth_run_root();
+	Sweep s = {.running = json_array(), .stale = json_array()};
+	json_t *out = json_array();
+	bool json = false;
+	const char *only = NULL;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'h') {
+			printf("usage: berth vm status [NAME] [--json]\n");
+			return 0;
+		} else
+			return 2;
+	}
+	if (optind < argc)
+		only = argv[optind];
+	if (!root)
+		return log_error("cannot find your home directory; set HOME or BERTH_HOME"), 1;
+	s.root = root;
+	r = rundir_sweep(root, true, on_run_dir, &s);
+	if (r < 0)
+		return log_error_errno(r, "cannot read %s: %m", root), 1;
+
+	for (size_t i = 0; i < json_array_size(s.stale); i++) {
+		json_t *st = json_array_get(s.stale, i);
+
+		if (!json)
+			printf("cleaned up stale run dir of \"%s\" (its berth-vmm is gone; %s)\n",
+			       json_string_value(json_object_get(st, "name")),
+			       json_string_value(json_object_get(st, "reason")));
+	}
+	for (size_t i = 0; i < json_array_size(s.running); i++) {
+		const char *name = json_string_value(json_array_get(s.running, i));
+
+		if (only && !streq(only, name))
+			continue;
+		json_array_append_new(out, describe_vm(name, true));
+	}
+	if (json) {
+		json_t *doc = json_pack("{s:O, s:O}", "vms", out, "staleCleaned", s.stale);
+		char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+		printf("%s\n", text);
+		free(text);
+		json_decref(doc);
+	} else if (json_array_size(out) == 0) {
+		if (only)
+			printf("no microVM sandbox named \"%s\" is running\n", only);
+		else
+			printf("no microVM sandboxes running\n");
+	} else
+		for (size_t i = 0; i < json_array_size(out); i++)
+			print_vm(json_array_get(out, i));
+	r = only && json_array_size(out) == 0 ? 1 : 0;
+	json_decref(out);
+	json_decref(s.running);
+	json_decref(s.stale);
+	return r;
+}
+
+/* The run dir of a running VM, or an error that says what to do. */
+static char *running_dir(const char *name)
+{
+	char *dir = berth_run_dir(name);
+	pid_t pid;
+
+	if (!dir) {
+		log_error("invalid VM name \"%s\"", name);
+		return NULL;
+	}
+	switch (rundir_inspect(dir, &pid)) {
+	case RUNDIR_RUNNING:
+		return dir;
+	case RUNDIR_STALE: {
+		_cleanup_free_ char *reason = stale_reason(dir);
+
+		rundir_remove(dir);
+		log_error("VM \"%s\" is not running; cleaned up its stale run dir (%s)", name,
+			  reason ? reason : "unknown");
+		break;
+	}
+	case RUNDIR_ABSENT:
+	case _RUNDIR_STATE_MAX:
+	case _RUNDIR_STATE_INVALID:
+		log_error("no VM named \"%s\" is running; 'berth vm status' lists them", name);
+		break;
+	}
+	free(dir);
+	return NULL;
+}
+
+static void print_log_line(const char *line, bool raw)
+{
+	json_t *o;
+
+	if (raw) {
+		printf("%s\n", line);
+		return;
+	}
+	o = json_loads(line, 0, NULL);
+	if (json_is_string(json_object_get(o, "line")))
+		printf("[%s] %s\n", json_string_value(json_object_get(o, "src")) ?: "?",
+		       json_string_value(json_object_get(o, "line")));
+	json_decref(o);
 }
 
 int cmd_vm_logs(int argc, char **argv)
 {
-	return log_error("'berth vm logs' is not built yet"), 1;
+	static const struct option options[] = {{"follow", no_argument, NULL, 'f'},
+						{"json", no_argument, NULL, 'j'},
+						{"help", no_argument, NULL, 'h'},
+						{}};
+	_cleanup_free_ char *dir = NULL;
+	bool follow = false, raw = false;
+	LineReader lr;
+	char *line;
+	int c, fd, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f", options, NULL)) >= 0) {
+		if (c == 'f')
+			follow = true;
+		else if (c == 'j')
+			raw = true;
+		else if (c == 'h') {
+			printf("usage: berth vm logs NAME [--follow] [--json]\n");
+			return 0;
+		} else
+			return 2;
+	}
+	if (optind >= argc)
+		return log_error("usage: berth vm logs NAME [--follow]"), 2;
+	dir = running_dir(argv[optind]);
+	if (!dir)
+		return 1;
+	fd = vm_socket_connect(dir, "logs.sock");
+	if (fd < 0)
+		return log_error_errno(fd, "cannot connect to %s/logs.sock: %m", dir), 1;
+	line_reader_init(&lr, fd);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (;;) {
+		json_t *o;
+
+		r = line_reader_next(&lr, follow ? -1 : STATUS_TIMEOUT_MS, &line);
+		if (r <= 0)
+			break;
+		if (streq(line, "log stream attached"))
+			continue;
+		o = json_loads(line, 0, NULL);
+		if (json_is_string(json_object_get(o, "event")) &&
+		    streq(json_string_value(json_object_get(o, "event")), "log_replay_end")) {
+			json_decref(o);
+			if (!follow) {
+				r = 0;
+				break;
+			}
+			continue;
+		}
+		json_decref(o);
+		print_log_line(line, raw);
+	}
+	line_reader_done(&lr);
+	close(fd);
+	if (r < 0 && r != -ETIME)
+		return log_error_errno(r, "reading the log stream failed: %m"), 1;
+	return 0;
+}
+
+static int wait_pid_gone(pid_t pid, int timeout_ms)
+{
+	int pfd = pidfd_open(pid, 0), r;
+	struct pollfd p;
+
+	if (pfd < 0)
+		return errno == ESRCH ? 0 : -errno;
+	p = (struct pollfd){.fd = pfd, .events = POLLIN};
+	r = poll(&p, 1, timeout_ms);
+	close(pfd);
+	return r > 0 ? 0 : -ETIME;
+}
+
+/* Kill @pid only if it still is the QEMU of @dir: pids get reused. */
+static void kill_if_qemu_of(pid_t pid, const char *dir)
+{
+	_cleanup_free_ char *path = NULL, *cmd = NULL;
+	size_t len = 0;
+
+	if (pid <= 1 || asprintf(&path, "/proc/%d/cmdline", (int)pid) < 0 ||
+	    read_full_file(path, 256 * 1024, &cmd, &len) < 0)
+		return;
+	for (size_t i = 0; i < len; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	if (strstr(cmd, "qemu-system") && strstr(cmd, dir))
+		(void)kill(pid, SIGKILL);
 }
 
 int cmd_vm_stop(int argc, char **argv)
 {
-	return log_error("'berth vm stop' is not built yet"), 1;
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_(json_decrefp) json_t *vm = NULL, *reply = NULL;
+	const char *env = getenv("BERTH_VM_STOP_TIMEOUT_MS");
+	unsigned timeout = STOP_TIMEOUT_MS_DEFAULT;
+	long long t0 = now_ms();
+	pid_t pid;
+	int r;
+
+	if (argc < 2 || argv[1][0] == '-')
+		return log_error("usage: berth vm stop NAME"), 2;
+	if (env && parse_uint_range(env, 100, 3600000, &timeout) < 0)
+		return log_error(
+			       "BERTH_VM_STOP_TIMEOUT_MS must be milliseconds from 100 to 3600000"),
+		       2;
+	dir = running_dir(argv[1]);
+	if (!dir)
+		return 1;
+	vm = vm_json_load(dir);
+	(void)rundir_inspect(dir, &pid);
+
+	r = vm_control_request(dir, "{\"op\":\"shutdown\"}", MIN((int)timeout, STATUS_TIMEOUT_MS),
+			       &reply);
+	if (r < 0)
+		log_warning("the guest did not take the shutdown request (%s); it will be killed",
+			    strerror(-r));
+	else if (pid > 0 && wait_pid_gone(pid, (int)timeout) == 0) {
+		/* berth-vmm removes its run dir after a clean power-off; make sure. */
+		if (rundir_inspect(dir, &pid) == RUNDIR_STALE)
+			rundir_remove(dir);
+		printf("stopped \"%s\" in %lld ms\n", argv[1], now_ms() - t0);
+		return 0;
+	} else
+		log_warning("\"%s\" did not power off within %u ms; killing it", argv[1], timeout);
+
+	/* berth-vmm's QEMU dies with it (parent-death signal); kill QEMU too in case. */
+	if (pid > 0)
+		(void)kill(pid, SIGKILL);
+	if (json_is_integer(json_object_get(vm, "enginePid")))
+		kill_if_qemu_of((pid_t)json_integer_value(json_object_get(vm, "enginePid")), dir);
+	(void)wait_pid_gone(pid, 5000);
+	rundir_remove(dir);
+	printf("killed \"%s\" after %lld ms (it did not shut down cleanly)\n", argv[1],
+	       now_ms() - t0);
+	return 1;
 }

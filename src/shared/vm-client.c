@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macros.h"
+#include "vm-client.h"
+
+int vm_socket_connect(const char *run_dir, const char *socket_name)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, n;
+
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", run_dir, socket_name);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+void line_reader_init(LineReader *r, int fd)
+{
+	*r = (LineReader){.fd = fd};
+}
+
+void line_reader_done(LineReader *r)
+{
+	free(r->buf);
+	*r = (LineReader){.fd = -EBADF};
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
+{
+	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	char *nl;
+
+	/* Drop the line handed out last time (it ends at the first NUL). */
+	if (r->buf && r->len > 0 && (nl = memchr(r->buf, '\0', r->len))) {
+		size_t used = (size_t)(nl - r->buf) + 1;
+
+		memmove(r->buf, r->buf + used, r->len - used);
+		r->len -= used;
+	}
+	for (;;) {
+		struct pollfd p = {.fd = r->fd, .events = POLLIN};
+		int wait = -1;
+		ssize_t n;
+
+		nl = r->len ? memchr(r->buf, '\n', r->len) : NULL;
+		if (nl) {
+			*nl = '\0';
+			*ret_line = r->buf;
+			return 1;
+		}
+		if (r->len > VM_LINE_MAX)
+			return -EMSGSIZE;
+		if (r->alloc - r->len < 4096) {
+			size_t want = MAX(r->alloc * 2, (size_t)8192);
+			char *b = realloc(r->buf, MIN(want, (size_t)VM_LINE_MAX + 8192));
+
+			if (!b)
+				return -ENOMEM;
+			r->buf = b;
+			r->alloc = MIN(want, (size_t)VM_LINE_MAX + 8192);
+		}
+		if (deadline >= 0) {
+			long long left = deadline - now_ms();
+
+			if (left <= 0)
+				return -ETIME;
+			wait = (int)left;
+		}
+		n = poll(&p, 1, wait);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0)
+			continue;
+		n = read(r->fd, r->buf + r->len, r->alloc - r->len);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return 0;
+		r->len += (size_t)n;
+	}
+}
+
+int vm_control_request(const char *run_dir, const char *request, int timeout_ms, json_t **ret)
+{
+	_cleanup_(json_decrefp) json_t *req = json_loads(request, 0, NULL);
+	const char *op = json_string_value(json_object_get(req, "op"));
+	long long deadline = now_ms() + timeout_ms;
+	LineReader lr;
+	char *line;
+	int fd, r;
+
+	if (!op)
+		return -EINVAL;
+	fd = vm_socket_connect(run_dir, "control.sock");
+	if (fd < 0)
+		return fd;
+	r = loop_write(fd, request, strlen(request));
+	if (r >= 0)
+		r = loop_write(fd, "\n", 1);
+	line_reader_init(&lr, fd);
+	while (r >= 0) {
+		long long left = deadline - now_ms();
+		json_t *o;
+
+		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
+		if (r <= 0) {
+			r = r == 0 ? -ECONNRESET : r;
+			break;
+		}
+		o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+		if (json_is_object(o) && json_is_string(json_object_get(o, "op")) &&
+		    streq(json_string_value(json_object_get(o, "op")), op)) {
+			*ret = o;
+			r = 0;
+			break;
+		}
+		json_decref(o);
+	}
+	line_reader_done(&lr);
+	close(fd);
+	return r;
+}
+
+json_t *vm_json_load(const char *run_dir)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+
+	if (asprintf(&path, "%s/vm.json", run_dir) < 0)
+		return NULL;
+	if (read_full_file(path, 4 * 1024 * 1024, &text, NULL) < 0)
+		return NULL;
+	return json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * The host side of a VM's run dir sockets, for commands that talk to a running VM
+ * (berth vm status|logs|stop, berth rpc, ...). Every line from the guest is bounded and
+ * every wait has a deadline: guest output never decides what the host does.
+ */
+
+#define VM_LINE_MAX (1024 * 1024)
+
+typedef struct LineReader {
+	int fd;
+	char *buf;
+	size_t len, alloc;
+} LineReader;
+
+/* Connect to @socket_name ("control.sock", ...) in @run_dir. Returns an fd or -errno. */
+int vm_socket_connect(const char *run_dir, const char *socket_name);
+
+void line_reader_init(LineReader *r, int fd);
+void line_reader_done(LineReader *r);
+/*
+ * line_reader_next() - the next line (NUL-terminated, no newline) within @timeout_ms
+ * (-1: no limit). The pointer stays valid until the next call.
+ * Returns 1 with a line, 0 at EOF, -ETIME on timeout, -EMSGSIZE for a line over VM_LINE_MAX.
+ */
+int line_reader_next(LineReader *r, int timeout_ms, char **ret_line);
+
+/*
+ * vm_control_request() - send @request (a JSON object with "op") on a fresh control
+ * connection and wait for the reply whose "op" matches; boot events seen meanwhile are
+ * skipped. Returns 0 with the reply in *@ret, or -errno (-ETIME after @timeout_ms).
+ */
+int vm_control_request(const char *run_dir, const char *request, int timeout_ms, json_t **ret);
+
+/* Load @run_dir/vm.json; NULL when missing or malformed. */
+json_t *vm_json_load(const char *run_dir);

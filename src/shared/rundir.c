@@ -158,7 +158,7 @@ int rundir_write_pid(int lock_fd, pid_t pid)
 	return 0;
 }
 
-int rundir_sweep(const char *root,
+int rundir_sweep(const char *root, bool remove_stale,
 		 void (*cb)(const char *name, RunDirState state, pid_t pid, void *userdata),
 		 void *userdata)
 {
@@ -176,10 +176,10 @@ int rundir_sweep(const char *root,
 
 		if (vm_name_valid(name) && asprintf(&dir, "%s/%s", root, name) >= 0) {
 			state = rundir_inspect(dir, &pid);
-			if (state == RUNDIR_STALE && rundir_remove(dir) >= 0)
-				removed++;
 			if (state != RUNDIR_ABSENT && cb)
 				cb(name, state, pid, userdata);
+			if (state == RUNDIR_STALE && (!remove_stale || rundir_remove(dir) >= 0))
+				removed++;
 		}
 		free(names[i]);
 	}

@@ -36,9 +36,10 @@ int rundir_write_pid(int lock_fd, pid_t pid);
 int rundir_remove(const char *dir);
 
 /*
- * rundir_sweep() - look at every run dir under @root, remove the stale ones and call
- * @cb for each (name, state, pid). Returns the number of stale dirs removed or -errno.
+ * rundir_sweep() - look at every run dir under @root and call @cb for each (name, state,
+ * pid) before anything is removed; with @remove_stale, then remove the stale ones.
+ * Returns the number of stale dirs found (and removed) or -errno.
  */
-int rundir_sweep(const char *root,
+int rundir_sweep(const char *root, bool remove_stale,
 		 void (*cb)(const char *name, RunDirState state, pid_t pid, void *userdata),
 		 void *userdata);

@@ -15,7 +15,8 @@ mkdir -p "$out"
 export DRIFT_FILE="$PWD/$out/drift.txt"
 : > "$DRIFT_FILE"
 
-[ -x build/src/berth-init/berth-init ] || scripts/build.sh
+# Pack the guest binaries as they are in the source tree now.
+scripts/build.sh
 vm/kernel/build.sh "$out"
 vm/rootfs/build.sh "$out" build
 

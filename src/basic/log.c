@@ -44,8 +44,9 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
 	if (error < 0)
 		error = -error;
+	/* A message without an errno still reports a failure to `return log_error(...)`. */
 	if (level > log_max_level)
-		return -error;
+		return error ? -error : -EINVAL;
 
 	/* %m must name @error, not whatever errno happens to hold now. */
 	errno = error;
@@ -61,5 +62,5 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 		dprintf(log_extra_fd, "%s\n", buf);
 
 	errno = saved;
-	return -error;
+	return error ? -error : -EINVAL;
 }

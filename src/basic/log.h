@@ -23,7 +23,8 @@ int log_get_max_level(void);
 /* Mirror every line to @fd as well (e.g. a log file), -1 to stop. */
 void log_set_extra_fd(int fd);
 
-/* Log a line; returns -abs(@error) so callers can `return log_error_errno(r, ...)`.
+/* Log a line; returns -abs(@error) so callers can `return log_error_errno(r, ...)`, and
+ * -EINVAL when @error is 0, so that `return log_error("...")` is a failure too.
  * "%m" in @fmt expands to strerror(abs(@error)). */
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...)
 	_printf_(5, 6);

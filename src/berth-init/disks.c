@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -95,4 +96,23 @@ int state_disk_mount(const char *dev, int *ret_formatted)
 	if (mount("/state/workspace", "/workspace", NULL, MS_BIND, NULL) < 0)
 		return -errno;
 	return 0;
+}
+
+int state_disk_count_boot(void)
+{
+	_cleanup_free_ char *text = NULL;
+	char buf[32];
+	long count = 0;
+	int n;
+
+	if (mkdir("/state/berth", 0700) < 0 && errno != EEXIST)
+		return 0;
+	if (read_full_file("/state/berth/boot-count", 64, &text, NULL) >= 0)
+		count = strtol(text, NULL, 10);
+	if (count < 0 || count >= 1000000000)
+		count = 0;
+	n = snprintf(buf, sizeof(buf), "%ld\n", count + 1);
+	if (write_file_atomic("/state/berth/boot-count", buf, (size_t)n, 0600) < 0)
+		return 0;
+	return (int)(count + 1);
 }

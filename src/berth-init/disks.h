@@ -13,3 +13,7 @@ int disk_find_by_serial(const char *serial, char *ret, size_t size);
  * /state/workspace onto /workspace. Sets *@ret_formatted when it formatted the disk.
  */
 int state_disk_mount(const char *dev, int *ret_formatted);
+
+/* Count this boot in /state/berth/boot-count and return the new count (0 on failure):
+ * proof, readable by the host, that the state disk persists across boots. */
+int state_disk_count_boot(void);

@@ -216,9 +216,9 @@ static int setup_state_disk(void)
 		return r;
 	}
 	init.state_mounted = true;
-	journal_event("boot_phase",
-		      json_pack("{s:s, s:b, s:s, s:b}", "phase", "state", "persistent", 1, "device",
-				dev, "formatted", formatted));
+	journal_event("boot_phase", json_pack("{s:s, s:b, s:s, s:b, s:i}", "phase", "state",
+					      "persistent", 1, "device", dev, "formatted",
+					      formatted, "bootCount", state_disk_count_boot()));
 	return 0;
 }
 

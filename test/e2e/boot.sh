@@ -10,15 +10,17 @@ plan 7
 check "berth vm install --from the build output" install_artifacts || diag < "$BERTH_HOME/install.log"
 
 console=$BERTH_HOME/console.log
-if timeout 120 "$vmm" run --console "$console" 2>"$BERTH_HOME/vmm.err"; then
-	ok "berth-vmm run boots and powers off cleanly"
+"$vmm" run --name e2e-boot --foreground --console "$console" 2>"$BERTH_HOME/vmm.err" &
+vmm_pid=$!
+if wait_state e2e-boot running && "$berth" vm stop e2e-boot >/dev/null && wait $vmm_pid; then
+	ok "berth-vmm boots the VM and it powers off cleanly when stopped"
 else
-	not_ok "berth-vmm run boots and powers off cleanly"
+	not_ok "berth-vmm boots the VM and it powers off cleanly when stopped"
 	diag < "$BERTH_HOME/vmm.err"
 	tail -20 "$console" | diag
 fi
-check "the guest's berth-init ran on the pinned kernel" grep -q 'berth-init: kernel 6.12' "$console"
-check "the guest kernel reports Landlock ABI 6" grep -q 'landlock ABI 6' "$console"
+check "the guest's berth-init ran on the pinned kernel" grep -q '"kernel":"6.12' "$console"
+check "the guest kernel reports Landlock ABI 6 or newer" grep -Eq '"landlockAbi":([6-9]|[1-9][0-9])' "$console"
 
 # Tamper with an installed artifact: flip one byte, keep the size.
 tamper() {
@@ -29,7 +31,7 @@ tamper() {
 kernel=$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)
 cp "$kernel" "$BERTH_HOME/vmlinux.good"
 tamper "$kernel"
-if timeout 60 "$vmm" run --console "$BERTH_HOME/console2.log" 2>"$BERTH_HOME/vmm2.err"; then
+if timeout 60 "$vmm" run --name e2e-boot2 --foreground --console "$BERTH_HOME/console2.log" 2>"$BERTH_HOME/vmm2.err"; then
 	not_ok "a tampered kernel is refused"
 else
 	check "a tampered kernel is refused" grep -q 'kernel .* does not match the pin' "$BERTH_HOME/vmm2.err"
@@ -39,7 +41,7 @@ cp "$BERTH_HOME/vmlinux.good" "$kernel"
 
 rootfs=$(ls "$BERTH_HOME"/vm/rootfs/rootfs-*.erofs)
 tamper "$rootfs"
-if timeout 60 "$vmm" run --console "$BERTH_HOME/console3.log" 2>"$BERTH_HOME/vmm3.err"; then
+if timeout 60 "$vmm" run --name e2e-boot3 --foreground --console "$BERTH_HOME/console3.log" 2>"$BERTH_HOME/vmm3.err"; then
 	not_ok "a tampered root image is refused"
 else
 	check "a tampered root image is refused" grep -q 'rootfs .* does not match the pin' "$BERTH_HOME/vmm3.err"

@@ -40,3 +40,28 @@ require_artifacts() {
 install_artifacts() {
 	"$berth" vm install --from "$artifacts" --no-download --vmm "$vmm" >"$BERTH_HOME/install.log" 2>&1
 }
+
+# wait_state NAME STATE [SECONDS]: poll vm.json until the VM reaches STATE.
+wait_state() {
+	local name=$1 want=$2 limit=${3:-180} i
+	for ((i = 0; i < limit * 5; i++)); do
+		if [ -f "$BERTH_HOME/run/vm/$name/vm.json" ] &&
+			python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])).get("state") != sys.argv[2])' \
+				"$BERTH_HOME/run/vm/$name/vm.json" "$want" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# control NAME LINE...: send lines on the VM's control socket, print what comes back
+# within a few seconds (events and replies, one JSON object a line).
+control() {
+	local name=$1
+	shift
+	python3 "$src/test/e2e/control-client.py" "$BERTH_HOME/run/vm/$name/control.sock" "$@"
+}
+
+vm_pid() { cat "$BERTH_HOME/run/vm/$1/berth-vmm.pid" 2>/dev/null; }
+qemu_pid() { pgrep -f "qemu-system-x86_64.*$BERTH_HOME/run/vm/$1/" | head -1; }

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Boot benchmark: `berth-vmm run` to the guest's boot_complete event (state disk already
+formatted, as on every boot after the first), against the bare
+boot of the same pinned kernel (same QEMU machine and command-line options) with a
+trivial init that powers off at once, measured in the same run and interleaved so both
+see the same machine load. Prints medians and the ratio; --json for a machine-readable
+record.
+
+Usage: bench/boot.py [-n RUNS] [--json]   (needs build/ and the artifacts installed in
+BERTH_HOME or ~/.berth, e.g. by scripts/main-job.sh)
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VMM = os.path.join(ROOT, "build/src/berth-vmm/berth-vmm")
+BERTH = os.path.join(ROOT, "build/src/berth/berth")
+
+
+def build_trivial_initrd(work):
+    """A cpio holding only a static /init that powers off."""
+    init_dir = os.path.join(work, "initramfs")
+    os.makedirs(init_dir)
+    subprocess.run(["gcc", "-static", "-O2", "-o", os.path.join(init_dir, "init"),
+                    os.path.join(ROOT, "bench/trivial-init.c")], check=True)
+    cpio = os.path.join(work, "trivial.cpio")
+    with open(cpio, "wb") as out:
+        subprocess.run("find . | cpio -o -H newc --quiet", shell=True, cwd=init_dir,
+                       stdout=out, check=True)
+    return cpio
+
+
+def bare_boot(vm_json, initrd):
+    """Same kernel, same machine options, the trivial init: QEMU start → QEMU exit."""
+    argv = vm_json["argv"]
+    cmd = []
+    skip = False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if a in ("-initrd",):
+            cmd += [a, initrd]
+            skip = True
+            continue
+        if a == "-chardev" and argv[i + 1].startswith(("socket,", "file,")) or a == "-device" and (
+                argv[i + 1].startswith(("virtio-serial", "virtserialport", "virtio-blk"))) or (
+                a == "-drive") or (a == "-serial"):
+            skip = True
+            continue
+        cmd.append(a)
+    cmd += ["-serial", "null"]
+    t0 = time.monotonic()
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True, timeout=120, pass_fds=())
+    return time.monotonic() - t0
+
+
+def berth_boot(home, name):
+    """berth-vmm run → the guest's boot_complete event on the control port."""
+    env = dict(os.environ, BERTH_HOME=home)
+    run_dir = os.path.join(home, "run/vm", name)
+    t0 = time.monotonic()
+    subprocess.run([VMM, "run", "--name", name, "--state", os.path.join(home, "bench-state.img")],
+                   env=env, check=True, stderr=subprocess.DEVNULL, timeout=60)
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(os.path.join(run_dir, "control.sock"))
+    buf = b""
+    deadline = time.monotonic() + 120
+    while b'"event":"boot_complete"' not in buf:
+        if time.monotonic() > deadline:
+            raise RuntimeError("no boot_complete within 120 s")
+        s.settimeout(max(0.1, deadline - time.monotonic()))
+        d = s.recv(65536)
+        if not d:
+            raise RuntimeError("control port closed before boot_complete")
+        buf += d
+    elapsed = time.monotonic() - t0
+    s.close()
+    subprocess.run([BERTH, "vm", "stop", name], env=env, check=True, stdout=subprocess.DEVNULL,
+                   timeout=60)
+    return elapsed
+
+
+def engine_argv(home, name):
+    """The QEMU command line berth-vmm used (from /proc while it runs)."""
+    env = dict(os.environ, BERTH_HOME=home)
+    subprocess.run([VMM, "run", "--name", name], env=env, check=True, stderr=subprocess.DEVNULL)
+    pid = int(json.load(open(os.path.join(home, "run/vm", name, "vm.json")))["enginePid"])
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = [a.decode() for a in f.read().split(b"\0") if a]
+    # The kernel is passed as /proc/self/fd/N of berth-vmm; use the installed path.
+    kernel = json.load(open(os.path.join(home, "run/vm", name, "vm.json")))
+    subprocess.run([BERTH, "vm", "stop", name], env=env, check=True, stdout=subprocess.DEVNULL)
+    return argv, kernel
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    home = os.environ.get("BERTH_HOME") or os.path.expanduser("~/.berth")
+    work = tempfile.mkdtemp(prefix="berth-bench.")
+    try:
+        initrd = build_trivial_initrd(work)
+        argv, vm = engine_argv(home, "bench-probe")
+        kernel_sha = vm["measurements"]["kernel"]["sha256"]
+        kernel_path = os.path.join(home, "vm/kernel/sha256", kernel_sha, "vmlinux")
+        argv = [kernel_path if a.startswith("/proc/self/fd/") and argv[i - 1] == "-kernel" else a
+                for i, a in enumerate(argv)]
+        bare, ours = [], []
+        berth_boot(home, "bench-warmup")  # formats the state disk once, outside the timing
+        for i in range(args.n):
+            bare.append(bare_boot({"argv": argv}, initrd))
+            ours.append(berth_boot(home, f"bench-{i}"))
+        os.unlink(os.path.join(home, "bench-state.img"))
+        result = {
+            "runs": args.n,
+            "accelerator": vm["accelerator"],
+            "bareBootToPowerOffMedianMs": round(statistics.median(bare) * 1000),
+            "berthRunToBootCompleteMedianMs": round(statistics.median(ours) * 1000),
+            "ratio": round(statistics.median(ours) / statistics.median(bare), 2),
+            "bareMs": [round(x * 1000) for x in bare],
+            "berthMs": [round(x * 1000) for x in ours],
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}",
+        }
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"boot benchmark ({args.n} runs each, interleaved, {result['accelerator']}, {result['machine']})")
+            print(f"  bare kernel boot to power-off (trivial init):  median {result['bareBootToPowerOffMedianMs']} ms  {result['bareMs']}")
+            print(f"  berth-vmm run to boot_complete:                 median {result['berthRunToBootCompleteMedianMs']} ms  {result['berthMs']}")
+            print(f"  ratio (berth / bare):                           {result['ratio']}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

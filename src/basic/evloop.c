@@ -73,6 +73,8 @@ struct EvLoop {
 	EvSource *sources, *sources_tail;
 	EvSource **heap;
 	size_t n_heap, heap_alloc;
+	EvSource **due; /* scratch for dispatch_timers() */
+	size_t due_alloc;
 	unsigned n_defer_enabled;
 	bool dispatching;
 	bool need_gc;
@@ -387,6 +389,7 @@ EvLoop *ev_loop_free(EvLoop *e)
 	safe_close(e->signal_fd);
 	safe_close(e->epoll_fd);
 	free(e->heap);
+	free(e->due);
 	free(e);
 	return NULL;
 }
@@ -741,14 +744,24 @@ static int dispatch_child(EvSource *s)
 {
 	siginfo_t si = {};
 
-	if (waitid(P_PIDFD, (id_t)s->child.pidfd, &si, WEXITED | WNOHANG) < 0)
-		return errno == ECHILD ? 0 : -errno;
-	if (si.si_pid == 0)
+	if (waitid(P_PIDFD, (id_t)s->child.pidfd, &si, WEXITED | WNOHANG) < 0) {
+		int r = -errno;
+
+		if (r == -EINTR)
+			return 0;
+		/* ECHILD: reaped by someone else first (a waitpid(-1) reaper in PID 1 can win
+		 * the race) or never our child. The pidfd stays readable, so the source must
+		 * go; the callback learns of the exit with si_code 0 (status unknown). */
+		if (r != -ECHILD)
+			log_debug_errno(r, "waitid(P_PIDFD) failed: %m");
+		si = (siginfo_t){.si_signo = SIGCHLD, .si_code = 0};
+		si.si_pid = s->child.pid > 0 ? s->child.pid : 0;
+	} else if (si.si_pid == 0)
 		return 0; /* spurious wakeup */
 	s->child.reaped = true;
 	if (s->child.pid <= 0)
 		s->child.pid = si.si_pid;
-	/* The pidfd stays readable once the child is reaped; take it out of the set. */
+	/* The pidfd stays readable once the child is gone; take it out of the set. */
 	if (s->enabled == EV_ON)
 		s->enabled = EV_ONESHOT;
 	source_dispatch(s, &si, 0);
@@ -776,18 +789,33 @@ static int loop_timeout_ms(EvLoop *e, uint64_t timeout_usec)
 
 static int dispatch_timers(EvLoop *e)
 {
-	EvSource *s, *last = e->sources_tail;
+	size_t n_due = 0;
 	int n = 0;
 
-	/* Take every due timer out of the heap first, so a callback that re-arms a timer at
-	 * or before "now" runs it on the next iteration instead of looping here. */
+	/* Take every due timer out of the heap first, in deadline order, so a callback that
+	 * re-arms a timer at or before "now" runs it on the next iteration instead of looping
+	 * here. */
 	while (e->n_heap > 0 && e->heap[0]->time.usec <= e->now) {
-		s = e->heap[0];
+		EvSource *s = e->heap[0];
+
+		if (n_due == e->due_alloc) {
+			size_t k = e->due_alloc ? e->due_alloc * 2 : 16;
+			EvSource **d = reallocarray(e->due, k, sizeof(*d));
+
+			if (!d)
+				break; /* the rest stay in the heap for the next iteration */
+			e->due = d;
+			e->due_alloc = k;
+		}
 		heap_remove(e, s);
 		s->time.pending = true;
+		e->due[n_due++] = s;
 	}
-	for (s = e->sources; s; s = s == last ? NULL : s->next) {
-		if (s->type != EV_SOURCE_TIME || !s->time.pending)
+	for (size_t i = 0; i < n_due; i++) {
+		EvSource *s = e->due[i];
+
+		/* An earlier callback may have freed, disabled or re-armed it. */
+		if (!s->time.pending)
 			continue;
 		s->time.pending = false;
 		if (s->dead || s->enabled == EV_OFF)
@@ -843,14 +871,9 @@ int ev_run(EvLoop *e, uint64_t timeout_usec)
 		case EV_SOURCE_SIGNALFD:
 			dispatched += dispatch_signalfd(e);
 			break;
-		case EV_SOURCE_CHILD: {
-			int r = dispatch_child(s);
-
-			if (r < 0)
-				log_debug_errno(r, "waitid(P_PIDFD) failed: %m");
-			dispatched += r > 0;
+		case EV_SOURCE_CHILD:
+			dispatched += dispatch_child(s);
 			break;
-		}
 		case EV_SOURCE_IO:
 			source_dispatch(s, NULL, events[i].events);
 			dispatched++;

@@ -94,7 +94,7 @@ int ev_add_time_relative(EvLoop *e, EvSource **ret, uint64_t usec, ev_time_handl
 /*
  * ev_add_signal() - deliver @sig through the loop's signalfd. The signal is blocked with
  * sigprocmask() (the loop is single-threaded by design). One source per signal: -EBUSY if
- * @sig already has one.
+ * @sig already has one. Children inherit the blocked mask: reset it before exec().
  */
 int ev_add_signal(EvLoop *e, EvSource **ret, int sig, ev_signal_handler_t cb, void *userdata);
 
@@ -102,6 +102,8 @@ int ev_add_signal(EvLoop *e, EvSource **ret, int sig, ev_signal_handler_t cb, vo
  * ev_add_child() - watch child @pid through a pidfd; when it exits it is reaped with
  * waitid(P_PIDFD, WEXITED) and @cb gets the siginfo. ev_add_child_pidfd() takes an existing
  * pidfd (for example from clone3(CLONE_PIDFD)) and takes ownership of it on success.
+ * If the child was reaped elsewhere first (a waitpid(-1) reaper), @cb still runs once, with
+ * si_code 0 and no status.
  * SECURITY: a pidfd names the process itself, so a recycled pid can never be signalled or
  * reaped by mistake.
  */

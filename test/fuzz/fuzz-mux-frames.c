@@ -8,6 +8,7 @@
  *          FUZZ_EPOCH), 0 = start in SYNC (the input must carry the HELLO itself)
  *   bits 2-3: how the bytes are cut: whole, 1 byte, 7 bytes, 4 KiB at a time
  *   bit 4: never drain our output (exercises the output-backlog pause)
+ *   bit 5: drain our output 13 bytes at a time (resets then keep a partly written frame)
  * The host side always uses epoch FUZZ_EPOCH first, so seeds can carry valid frames.
  */
 #include <stddef.h>
@@ -27,6 +28,7 @@ typedef struct Fuzz {
 	size_t n_held;
 	unsigned events;
 	bool keep_output;
+	bool trickle_output;
 } Fuzz;
 
 static void hold(Fuzz *f, MuxStream *s)
@@ -90,6 +92,7 @@ static void on_event(Fuzz *f, const MuxEvent *ev)
 		forget(f, ev->stream);
 		break;
 	case MUX_EVENT_SESSION_RESET:
+		mux_resend_hello(f->m);
 		break;
 	}
 }
@@ -102,14 +105,16 @@ static void drain(Fuzz *f)
 		on_event(f, &ev);
 	if (!f->keep_output) {
 		const uint8_t *p;
+		size_t n = mux_output(f->m, &p);
 
-		mux_output_advance(f->m, mux_output(f->m, &p));
+		mux_output_advance(f->m, f->trickle_output ? MIN(n, (size_t)13) : n);
 	}
 }
 
-/* Run a real peer against @m until both are READY. */
-static int handshake(Mux *m, MuxRole role)
+/* Run a real peer against the fuzzed side until both are READY. */
+static int handshake(Fuzz *f, MuxRole role)
 {
+	Mux *m = f->m;
 	MuxConfig pc = {.role = role == MUX_ROLE_HOST ? MUX_ROLE_GUEST : MUX_ROLE_HOST,
 			.test_epoch = FUZZ_EPOCH};
 	Mux *peer = NULL;
@@ -126,8 +131,12 @@ static int handshake(Mux *m, MuxRole role)
 
 		n = mux_output(peer, &p);
 		mux_output_advance(peer, mux_feed(m, p, n));
+		/* The fuzzed side sees its own READY and acts on it: it opens a stream, which
+		 * the peer must not get to answer (the fuzz input does). */
 		while (mux_next_event(m, &ev) > 0)
-			;
+			on_event(f, &ev);
+		if (mux_get_state(m) == MUX_STATE_READY)
+			break;
 		n = mux_output(m, &p);
 		mux_output_advance(m, mux_feed(peer, p, n));
 		while (mux_next_event(peer, &ev) > 0)
@@ -141,7 +150,12 @@ static int handshake(Mux *m, MuxRole role)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const size_t chunks[4] = {SIZE_MAX, 1, 7, 4096};
-	MuxConfig c = {.test_epoch = FUZZ_EPOCH, .window = 4096, .max_streams = 8};
+	MuxConfig c = {
+		.test_epoch = FUZZ_EPOCH,
+		.max_frame = 2048,
+		.window = 4096,
+		.max_streams = 8,
+	};
 	Fuzz f = {};
 	size_t chunk;
 
@@ -150,10 +164,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.role = data[0] & 1 ? MUX_ROLE_HOST : MUX_ROLE_GUEST;
 	chunk = chunks[(data[0] >> 2) & 3];
 	f.keep_output = data[0] & 16;
+	f.trickle_output = data[0] & 32;
 	if (mux_new(&c, &f.m) < 0)
 		return 0;
 	mux_start(f.m, 0);
-	if (data[0] & 2 && handshake(f.m, c.role) < 0)
+	if (data[0] & 2 && handshake(&f, c.role) < 0)
 		goto out;
 	drain(&f);
 	data++;

@@ -16,6 +16,7 @@ GUEST, HOST = 0, 1
 READY = 2  # handshake with a real peer first
 CHUNK1, CHUNK7, CHUNK4K = 4, 8, 12
 HOLD_OUTPUT = 16
+TRICKLE_OUTPUT = 32
 
 
 def frame(kind, stream, payload=b"", epoch=EPOCH, flags=0, length=None):
@@ -84,7 +85,8 @@ def seeds():
     yield "length-over-cap", bytes([GUEST | READY]) + frame(DATA, 1, b"", length=65537)
     yield "wrong-fixed-length", bytes([GUEST | READY]) + frame(WINDOW, 1, b"12345678")
     yield "empty-data", bytes([GUEST | READY]) + u32(OPEN, 1, 5000) + frame(DATA, 1, b"")
-    yield "credit-overrun", bytes([GUEST | READY]) + u32(OPEN, 1, 5000) + frame(DATA, 1, b"z" * 5000)
+    yield "credit-overrun", bytes([GUEST | READY]) + u32(OPEN, 1, 5000) + b"".join(
+        frame(DATA, 1, b"z" * 2000) for _ in range(5))
     yield "credit-overrun-split", bytes([GUEST | READY]) + u32(OPEN, 1, 5000) + b"".join(
         frame(DATA, 1, b"z" * 1000) for _ in range(5))
     yield "window-overflow", bytes([GUEST | READY]) + frame(OPEN_OK, 2) + u32(WINDOW, 2, 0xFFFFFFFF)
@@ -104,6 +106,12 @@ def seeds():
     yield "hello-bad-token", bytes([GUEST]) + hello(ROLE_HOST, epoch=3, token=b"\1" * 16)
     yield "hello-bad-caps", bytes([GUEST]) + hello(ROLE_HOST, epoch=3, max_frame=10, window=0, max_streams=1000)
     yield "hello-same-role", bytes([GUEST]) + hello(ROLE_GUEST, epoch=3)
+    yield "data-over-max-frame", bytes([GUEST | READY]) + u32(OPEN, 1, 5000) + frame(DATA, 1, b"m" * 3000)
+    yield "reset-with-partly-written-output", bytes([HOST | READY | TRICKLE_OUTPUT]) + (
+        u32(OPEN, 2, 1026) + frame(DATA, 2, b"q" * 1500) + frame(DATA, 2, b"w" * 1500) + frame(99, 2))
+    yield "guest-window-for-control", bytes([GUEST | READY | TRICKLE_OUTPUT]) + (
+        frame(OPEN_OK, 2) + u32(WINDOW, 2, 100) + u32(WINDOW, 2, 0x7FFFFFFF))
+    yield "host-open-fail-for-control", bytes([HOST | READY]) + u32(OPEN_FAIL, 1, 3) + u32(OPEN_FAIL, 1, 3)
     yield "truncated-frame", bytes([GUEST | READY]) + u32(OPEN, 1, 5000) + frame(DATA, 1, b"y" * 300)[:100]
 
 

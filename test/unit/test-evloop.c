@@ -78,6 +78,24 @@ static int on_rearm(EvSource *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+TEST(timers_due_together_fire_in_deadline_order)
+{
+	_cleanup_(ev_loop_freep) EvLoop *e = NULL;
+	uint64_t now = ev_time_now();
+
+	order_pos = 0;
+	ASSERT_OK(ev_loop_new(&e));
+	/* All three are overdue when the loop first looks; creation order is 3, 1, 2. */
+	ASSERT_OK(ev_add_time(e, NULL, now - 10, on_time_record, (void *)3));
+	ASSERT_OK(ev_add_time(e, NULL, now - 30, on_time_record, (void *)1));
+	ASSERT_OK(ev_add_time(e, NULL, now - 20, on_time_record, (void *)2));
+	ASSERT_EQ(ev_run(e, 0), 1);
+	ASSERT_EQ(order_pos, 3);
+	ASSERT_EQ(order[0], 1);
+	ASSERT_EQ(order[1], 2);
+	ASSERT_EQ(order[2], 3);
+}
+
 TEST(timer_rearm_from_callback)
 {
 	_cleanup_(ev_loop_freep) EvLoop *e = NULL;
@@ -194,6 +212,7 @@ TEST(child_signal_through_pidfd)
 	pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
+		alarm(20); /* never outlive a failed test */
 		pause();
 		_exit(0);
 	}
@@ -202,6 +221,33 @@ TEST(child_signal_through_pidfd)
 	/* on_child asserts CLD_EXITED; a killed child reports CLD_KILLED, so run by hand. */
 	ev_source_free(c);
 	ASSERT_TRUE(waitpid(pid, NULL, 0) == pid);
+}
+
+static int on_child_any(EvSource *s, const siginfo_t *si, void *userdata)
+{
+	*(int *)userdata = si->si_code;
+	ev_exit(ev_source_get_loop(s), 0);
+	return 0;
+}
+
+TEST(child_reaped_elsewhere_does_not_spin)
+{
+	_cleanup_(ev_loop_freep) EvLoop *e = NULL;
+	int code = -1;
+	pid_t pid;
+
+	ASSERT_OK(ev_loop_new(&e));
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0)
+		_exit(3);
+	ASSERT_OK(ev_add_child(e, NULL, pid, on_child_any, &code));
+	/* A PID 1 style reaper gets there first. */
+	ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+	ASSERT_EQ(ev_loop(e), 0);
+	ASSERT_EQ(code, 0);
+	/* The source is off: nothing is ready any more. */
+	ASSERT_EQ(ev_run(e, 10 * USEC_PER_MSEC), 0);
 }
 
 /* Two sources ready in the same iteration; the first frees the second. The second must

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "apps.h"
 #include "control.h"
 #include "disks.h"
 #include "evloop.h"
@@ -33,7 +34,6 @@
 #include "secrets.h"
 
 #define MUX_PORT_NAME "berth.mux"
-#define APPS_MAX 64
 
 typedef struct Init {
 	EvLoop *loop;
@@ -41,8 +41,6 @@ typedef struct Init {
 	json_t *secrets; /* values: never logged, never in an event */
 	bool shutting_down;
 	bool state_mounted;
-	unsigned n_apps;
-	char app_names[APPS_MAX][65];
 	int exit_code;
 	const char *power_off_reason;
 } Init;
@@ -173,7 +171,7 @@ static int start_mux(void)
 
 static void status_reply(json_t *reply, void *userdata)
 {
-	json_object_set_new(reply, "apps", json_array());
+	json_object_set_new(reply, "apps", apps_status());
 	json_object_set_new(reply, "shuttingDown", json_boolean(init.shutting_down));
 	json_object_set_new(reply, "uptimeMs", json_integer(journal_uptime_ms()));
 }
@@ -185,12 +183,22 @@ static void shutdown_requested(void *userdata)
 	begin_shutdown("host request");
 }
 
+static void reap_children(void)
+{
+	pid_t pid;
+	int status;
+
+	/* PID 1 inherits every orphan: reap them all, known or not. */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		(void)apps_child_exited(pid, status);
+}
+
 static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	if (si->ssi_signo == SIGCHLD) {
-		/* PID 1 inherits every orphan: reap them all, known or not. */
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
+		reap_children();
+		if (apps_count() > 0 && apps_running() == 0)
+			begin_shutdown("no app left");
 		return 0;
 	}
 	begin_shutdown(si->ssi_signo == SIGPWR ? "SIGPWR" : "signal");
@@ -238,39 +246,15 @@ static int setup_secrets(void)
 	return 0;
 }
 
-static void parse_app_names(void)
+static int setup_apps(void)
 {
-	const char *env = getenv("BERTH_VM_APPS");
-	_cleanup_free_ char *copy = env ? strdup(env) : NULL;
-	char *save = NULL;
+	int r = apps_prepare(init.loop, init.secrets);
 
-	if (!copy)
-		return;
-	for (char *n = strtok_r(copy, ",", &save); n && init.n_apps < APPS_MAX;
-	     n = strtok_r(NULL, ",", &save))
-		snprintf(init.app_names[init.n_apps++], sizeof(init.app_names[0]), "%s", n);
-}
-
-static int mount_app_shares(void)
-{
-	for (unsigned i = 0; i < APPS_MAX; i++) {
-		char serial[16], dev[64], target[128];
-
-		snprintf(serial, sizeof(serial), "app%u", i);
-		if (disk_find_by_serial(serial, dev, sizeof(dev)) < 0)
-			break;
-		if (i >= init.n_apps)
-			snprintf(init.app_names[init.n_apps++], sizeof(init.app_names[0]), "app%u",
-				 i);
-		snprintf(target, sizeof(target), "/app/%s", init.app_names[i]);
-		(void)mkdir(target, 0755);
-		if (mount(dev, target, "erofs", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
-			journal_logf("cannot mount app share %s (%s) on %s: %s", serial, dev,
-				     target, strerror(errno));
-			return -errno;
-		}
-	}
-	return 0;
+	if (r >= 0)
+		r = apps_setup_identities();
+	if (r >= 0)
+		r = apps_listen_rpc(init.mux);
+	return r;
 }
 
 static void boot_start(const char *cgroup_opts)
@@ -298,7 +282,7 @@ static int init_phase(void)
 	} steps[] = {
 		{"state", setup_state_disk},
 		{"secrets", setup_secrets},
-		{"shares", mount_app_shares},
+		{"apps", setup_apps},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
@@ -339,40 +323,44 @@ static void flush_to_host(uint64_t max_usec)
 
 static void unmount_all(unsigned *ret_failed)
 {
-	static const char *const targets[] = {"/workspace", "/state"};
+	static const char *const targets[] = {"/app", "/workspace", "/state"};
 
 	*ret_failed = 0;
-	for (unsigned i = 0; i < init.n_apps; i++) {
-		char target[128];
-
-		snprintf(target, sizeof(target), "/app/%s", init.app_names[i]);
-		if (umount2(target, 0) < 0 && errno != EINVAL && umount2(target, MNT_DETACH) < 0)
-			(*ret_failed)++;
+	for (size_t i = 0; i < ELEMENTSOF(targets); i++) {
+		if (umount2(targets[i], 0) == 0 || errno == EINVAL)
+			continue;
+		/* Lazy fallback: the data is synced either way; count what refused. */
+		(void)umount2(targets[i], MNT_DETACH);
+		(*ret_failed)++;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(targets); i++)
-		if (umount2(targets[i], 0) < 0 && errno != EINVAL) {
-			/* Lazy fallback: the data is synced either way; count what refused. */
-			(void)umount2(targets[i], MNT_DETACH);
-			(*ret_failed)++;
-		}
 }
 
 static _noreturn_ void finish_phase(void)
 {
+	const char *grace_env = getenv("BERTH_VM_STOP_GRACE_MS");
+	uint64_t grace = (grace_env ? strtoull(grace_env, NULL, 10) : 3000) * USEC_PER_MSEC;
+	uint64_t deadline = ev_time_now() + MIN(grace, 60 * USEC_PER_SEC);
 	unsigned unmount_failed;
 	int killed = 0;
 
-	/* No app runs yet in this version; everything left is ours to end. */
+	/* SIGTERM to every app's session, then the grace period, reaping as they go. */
+	apps_stop_all();
+	while (apps_running() > 0 && ev_time_now() < deadline) {
+		(void)ev_run(init.loop, 50 * USEC_PER_MSEC);
+		reap_children();
+	}
 	if (kill(-1, SIGKILL) == 0)
 		killed = 1;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	usleep(20 * 1000);
+	reap_children();
+	if (init.exit_code == 0)
+		init.exit_code = apps_exit_code();
 	sync();
 	unmount_all(&unmount_failed);
 	journal_event("power_off",
 		      json_pack("{s:s, s:i, s:o, s:b, s:i}", "reason",
 				init.power_off_reason ? init.power_off_reason : "", "exitCode",
-				init.exit_code, "apps", json_array(), "killed", killed,
+				init.exit_code, "apps", apps_summary(), "killed", killed,
 				"unmountFailed", (int)unmount_failed));
 	flush_to_host(2 * USEC_PER_SEC);
 	power_off_now();
@@ -418,7 +406,6 @@ int main(void)
 		init.power_off_reason = "boot failed";
 		finish_phase();
 	}
-	parse_app_names();
 	r = init_phase();
 	if (r < 0) {
 		init.exit_code = 1;
@@ -428,7 +415,10 @@ int main(void)
 		finish_phase();
 	}
 	journal_event("boot_complete",
-		      json_pack("{s:I}", "uptimeMs", (json_int_t)journal_uptime_ms()));
+		      json_pack("{s:I, s:i}", "uptimeMs", (json_int_t)journal_uptime_ms(), "apps",
+				(int)apps_count()));
+	if (apps_count() > 0 && apps_start_all() == 0)
+		begin_shutdown("no app could start");
 
 	/* The loop phase: only a shutdown ends it. */
 	for (;;) {

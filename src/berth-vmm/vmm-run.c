@@ -168,6 +168,18 @@ static char *base_name(const char *dir)
 	return strdup(slash ? slash + 1 : copy);
 }
 
+static bool app_tag_valid(const char *t)
+{
+	size_t n = strlen(t);
+
+	if (n == 0 || n > 32)
+		return false;
+	for (const char *c = t; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+			return false;
+	return true;
+}
+
 static int check_apps(Vmm *v)
 {
 	for (size_t i = 0; i < v->args.n_apps; i++) {
@@ -188,6 +200,10 @@ static int check_apps(Vmm *v)
 		app->name = base_name(app->dir);
 		if (!app->name)
 			return -ENOMEM;
+		if (!app_tag_valid(app->name))
+			return log_error(
+				"--app %s: the directory name \"%s\" is the app's name in the VM and must be 1-32 of a-z, 0-9 and '-'",
+				v->args.apps[i], app->name);
 		for (size_t j = 0; j < i; j++)
 			if (streq(v->apps[j].name, app->name))
 				return log_error(
@@ -321,8 +337,39 @@ static void iso_now(char ret[40])
 	snprintf(ret, 40, "%s.%03dZ", date, (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
+#define CMDLINE_MAX 2048
+
+/* The boot plan on the kernel command line: which apps, and the boot id. Every process
+ * in the guest can read /proc/cmdline, so nothing secret ever goes here (secrets travel
+ * on their own disk). */
+static int build_cmdline_extra(Vmm *v)
+{
+	_cleanup_free_ char *apps = strdup("");
+
+	for (size_t i = 0; i < v->n_apps && apps; i++) {
+		char *next = NULL;
+
+		if (asprintf(&next, "%s%s%s", apps, i ? "," : "", v->apps[i].name) < 0)
+			return -ENOMEM;
+		free(apps);
+		apps = next;
+	}
+	if (!apps || asprintf(&v->cmdline_extra, "init=/sbin/berth-init BERTH_BOOT_ID=%s%s%s",
+			      v->boot_id, v->n_apps ? " BERTH_VM_APPS=" : "", apps) < 0)
+		return -ENOMEM;
+	if (strlen(v->cmdline_extra) + 512 > CMDLINE_MAX)
+		return log_error(
+			"the kernel command line would exceed %d bytes with %zu apps; use fewer apps",
+			CMDLINE_MAX, v->n_apps);
+	return 0;
+}
+
 static int build_vm_config(Vmm *v)
 {
+	int r = build_cmdline_extra(v);
+
+	if (r < 0)
+		return r;
 	VmConfig *c = &v->vm;
 
 	*c = (VmConfig){
@@ -331,7 +378,7 @@ static int build_vm_config(Vmm *v)
 		.mem_mib = v->args.mem_mib,
 		.accel = accel_detect(),
 		.console_path = v->args.console_stderr ? NULL : v->console_path,
-		.extra_cmdline = "init=/sbin/berth-init",
+		.extra_cmdline = v->cmdline_extra,
 	};
 	if (c->accel == ACCEL_TCG) {
 		c->tsc_khz = tsc_measure_khz();
@@ -435,6 +482,7 @@ static void cleanup(Vmm *v)
 	free(v->run_dir);
 	free(v->console_path);
 	free(v->log_path);
+	free(v->cmdline_extra);
 }
 
 /*

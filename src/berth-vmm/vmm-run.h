@@ -58,6 +58,7 @@ typedef struct Vmm {
 	Engine engine;
 	char started_at[40];
 	char boot_id[37];
+	char *cmdline_extra; /* init= and the boot plan: never anything secret */
 } Vmm;
 
 int vmm_run_main(int argc, char **argv);

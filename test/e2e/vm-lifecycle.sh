@@ -7,14 +7,13 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 31
+plan 34
 trap 'pkill -9 -f "berth-vmm run --name e2e-" 2>/dev/null; rm -rf "$BERTH_HOME"' EXIT
 
 install_artifacts || { diag < "$BERTH_HOME/install.log"; exit 1; }
 state=$BERTH_HOME/state-a.img
-app=$BERTH_HOME/app
-mkdir -p "$app"
-echo "name: demo" > "$app/berth.yml"
+app=$BERTH_HOME/echo
+cp -r "$src/test/e2e/fixtures/echo" "$app"
 secret_value="s3cr3t-$(date +%s%N)"
 secrets=$BERTH_HOME/secrets.img
 python3 - "$secrets" "$secret_value" <<'PY'
@@ -68,6 +67,26 @@ control e2e-a '@repeat:70000:x' >"$BERTH_HOME/big.txt"
 check "a control line over 64 KiB closes the connection" grep -q '^CLOSED' "$BERTH_HOME/big.txt"
 control e2e-a '{"op":"status"}' >"$BERTH_HOME/after.txt"
 check "the guest still answers after both" grep -q '"op":"status","shuttingDown":false' "$BERTH_HOME/after.txt"
+
+# --- the app ---------------------------------------------------------------------------
+python3 - "$BERTH_HOME/run/vm/e2e-a/rpc-0.sock" >"$BERTH_HOME/rpc.json" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b'{"id":"1","export":"echo","input":{"n":1}}\n')
+buf = b""
+while not buf.endswith(b"\n"):
+    d = s.recv(65536)
+    if not d:
+        break
+    buf += d
+print(buf.decode().strip())
+PY
+check "an RPC call reaches the app through rpc-0.sock" grep -q '"echo":{"n":1}' "$BERTH_HOME/rpc.json"
+check "the app runs as its own uid 10000" grep -q '"uid":10000' "$BERTH_HOME/rpc.json"
+check "its environment is built from scratch and carries the shared secret's name" python3 -c '
+import json,sys; env=json.load(open(sys.argv[1]))["result"]["env"]
+sys.exit(not("API_TOKEN" in env and "BERTH_VM_APPS" not in env and "BERTH_RPC_SOCKET" in env))' "$BERTH_HOME/rpc.json"
 
 # --- secrets stay out of sight --------------------------------------------------------
 qpid=$(qemu_pid e2e-a)

@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apps.h"
+#include "disks.h"
+#include "fd-splice.h"
+#include "fileio.h"
+#include "journal.h"
+#include "macros.h"
+
+#define OUTPUT_LINE_MAX (16 * 1024)
+#define PENDING_RPC_MAX 16
+#define RPC_WAIT_USEC (60 * USEC_PER_SEC)
+#define ENV_MAX 128
+
+typedef enum AppState {
+	APP_PENDING,
+	APP_STARTING,
+	APP_READY,
+	APP_EXITED,
+	APP_REFUSED,
+	_APP_STATE_MAX,
+} AppState;
+
+static const char *const app_state_names[_APP_STATE_MAX] = {
+	[APP_PENDING] = "pending", [APP_STARTING] = "starting", [APP_READY] = "ready",
+	[APP_EXITED] = "exited",   [APP_REFUSED] = "refused",
+};
+
+typedef struct App App;
+
+typedef struct Output {
+	App *app;
+	const char *stream; /* "stdout" or "stderr" */
+	int fd;
+	EvSource *source;
+	char buf[OUTPUT_LINE_MAX];
+	size_t len;
+} Output;
+
+typedef struct PendingRpc {
+	int fd; /* our end of the socketpair bridged to the host's stream */
+	uint64_t deadline;
+} PendingRpc;
+
+struct App {
+	unsigned index;
+	char name[33];
+	char dir[64];	 /* the share's mount point */
+	char socket[96]; /* /run/berth/<name>/rpc.sock */
+	bool python;
+	uid_t uid;
+	pid_t pid;
+	AppState state;
+	int status; /* wait status once exited */
+	bool stopped;
+	Output out, err;
+	PendingRpc pending[PENDING_RPC_MAX];
+	size_t n_pending;
+};
+
+static EvLoop *apps_loop;
+static const json_t *apps_secrets;
+static App apps[APPS_MAX];
+static unsigned n_apps;
+static EvSource *pending_timer;
+
+static int tag_valid(const char *t)
+{
+	size_t n = strlen(t);
+
+	if (n == 0 || n > 32)
+		return 0;
+	for (const char *c = t; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+			return 0;
+	return 1;
+}
+
+static int mount_share(App *a)
+{
+	char serial[16], dev[64];
+
+	snprintf(serial, sizeof(serial), "app%u", a->index);
+	if (disk_find_by_serial(serial, dev, sizeof(dev)) < 0) {
+		journal_logf("app \"%s\": no disk with serial %s (its share)", a->name, serial);
+		return -ENOENT;
+	}
+	(void)mkdir(a->dir, 0755);
+	if (mount(dev, a->dir, "erofs", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+		journal_logf("app \"%s\": cannot mount its share %s on %s: %s", a->name, dev,
+			     a->dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static bool share_is_python(const App *a)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+
+	if (asprintf(&path, "%s/.berth-runtime", a->dir) < 0)
+		return false;
+	return read_full_file(path, 64, &text, NULL) >= 0 && strneq(text, "python", 6);
+}
+
+int apps_prepare(EvLoop *loop, const json_t *secrets)
+{
+	const char *plan = getenv("BERTH_VM_APPS");
+	_cleanup_free_ char *copy = plan ? strdup(plan) : NULL;
+	char *save = NULL;
+	int r;
+
+	apps_loop = loop;
+	apps_secrets = secrets;
+	if (!plan || !*plan)
+		return 0;
+	if (!copy)
+		return -ENOMEM;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		App *a;
+
+		if (n_apps >= APPS_MAX || !tag_valid(t)) {
+			journal_logf("BERTH_VM_APPS: invalid or too many app names");
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < n_apps; i++)
+			if (streq(apps[i].name, t)) {
+				journal_logf("BERTH_VM_APPS: app \"%s\" listed twice", t);
+				return -EINVAL;
+			}
+		a = &apps[n_apps];
+		*a = (App){.index = n_apps,
+			   .uid = APP_UID_BASE + n_apps,
+			   .out.fd = -EBADF,
+			   .err.fd = -EBADF};
+		snprintf(a->name, sizeof(a->name), "%s", t);
+		n_apps++;
+	}
+	for (unsigned i = 0; i < n_apps; i++) {
+		App *a = &apps[i];
+
+		/* One app lives at /app; several at /app/<name>. */
+		snprintf(a->dir, sizeof(a->dir), n_apps == 1 ? "/app" : "/app/%s", a->name);
+		snprintf(a->socket, sizeof(a->socket), "/run/berth/%s/rpc.sock", a->name);
+		r = mount_share(a);
+		if (r < 0)
+			return r;
+		a->python = share_is_python(a);
+	}
+	return 0;
+}
+
+/* Copy @src to a tmpfs file with @extra appended and bind it over @src. */
+static int overlay_file(const char *src, const char *copy, const char *extra)
+{
+	_cleanup_free_ char *text = NULL, *merged = NULL;
+	int r;
+
+	r = read_full_file(src, 1024 * 1024, &text, NULL);
+	if (r < 0)
+		return r;
+	if (asprintf(&merged, "%s%s", text, extra) < 0)
+		return -ENOMEM;
+	r = write_file_atomic(copy, merged, strlen(merged), 0644);
+	if (r < 0)
+		return r;
+	if (mount(copy, src, NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	/* A bind mount keeps the original's flags; make the view read-only too. */
+	(void)mount(NULL, src, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
+	return 0;
+}
+
+static int make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid)
+{
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return -errno;
+	if (chown(path, uid, gid) < 0 || chmod(path, mode) < 0)
+		return -errno;
+	return 0;
+}
+
+int apps_setup_identities(void)
+{
+	_cleanup_free_ char *users = strdup(""), *groups = NULL;
+	char members[APPS_MAX * 40] = "";
+	int r;
+
+	if (n_apps == 0)
+		return 0;
+	for (unsigned i = 0; i < n_apps; i++) {
+		char *next = NULL;
+
+		if (asprintf(&next,
+			     "%sberth-%s:x:%u:%u:berth app %s:/nonexistent:/usr/sbin/nologin\n",
+			     users, apps[i].name, apps[i].uid, apps[i].uid, apps[i].name) < 0)
+			return -ENOMEM;
+		free(users);
+		users = next;
+		snprintf(members + strlen(members), sizeof(members) - strlen(members), "%sberth-%s",
+			 i ? "," : "", apps[i].name);
+	}
+	groups = strdup("");
+	for (unsigned i = 0; i < n_apps && groups; i++) {
+		char *next = NULL;
+
+		if (asprintf(&next, "%sberth-%s:x:%u:\n", groups, apps[i].name, apps[i].uid) < 0)
+			return -ENOMEM;
+		free(groups);
+		groups = next;
+	}
+	if (!groups) {
+		return -ENOMEM;
+	} else {
+		char *next = NULL;
+
+		if (asprintf(&next, "%sberth:x:%u:%s\n", groups, BERTH_GROUP_GID, members) < 0)
+			return -ENOMEM;
+		free(groups);
+		groups = next;
+	}
+	(void)mkdir("/run/berth", 0755);
+	(void)mkdir("/run/berth/etc", 0755);
+	r = overlay_file("/etc/passwd", "/run/berth/etc/passwd", users);
+	if (r >= 0)
+		r = overlay_file("/etc/group", "/run/berth/etc/group", groups);
+	if (r < 0)
+		return r;
+
+	for (unsigned i = 0; i < n_apps && r >= 0; i++) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "/run/berth/%s", apps[i].name);
+		r = make_dir(path, 0711, apps[i].uid, apps[i].uid);
+		snprintf(path, sizeof(path), "/tmp/%s", apps[i].name);
+		if (r >= 0)
+			r = make_dir(path, 0700, apps[i].uid, apps[i].uid);
+	}
+	if (r < 0)
+		return r;
+	/* FIXME: the policy compiler precreates each declared write path (one declaring app:
+	 * its own 0755; several: root:berth 2775). Until then /workspace is the single app's
+	 * or the berth group's. */
+	if (n_apps == 1)
+		r = make_dir("/workspace", 0755, apps[0].uid, apps[0].uid);
+	else
+		r = make_dir("/workspace", 02775, 0, BERTH_GROUP_GID);
+	journal_event("identities",
+		      json_pack("{s:i, s:i}", "apps", (int)n_apps, "uidBase", APP_UID_BASE));
+	return r;
+}
+
+/* --- output ---------------------------------------------------------------------- */
+
+static void output_line(Output *o, const char *line, size_t len)
+{
+	App *a = o->app;
+	char needle[64];
+
+	journal_log(a->name, o->stream, line, len);
+	if (a->state != APP_STARTING || !streq(o->stream, "stderr"))
+		return;
+	/* The runtime's readiness line: [berth:runtime] "<name>" ready */
+	snprintf(needle, sizeof(needle), "\"%s\" ready", a->name);
+	if (memmem(line, len, needle, strlen(needle))) {
+		a->state = APP_READY;
+		journal_event("app_ready",
+			      json_pack("{s:s, s:i}", "app", a->name, "pid", (int)a->pid));
+	}
+}
+
+static int on_output(EvSource *s, int fd, uint32_t revents, void *userdata)
+{
+	Output *o = userdata;
+	ssize_t n = read(fd, o->buf + o->len, sizeof(o->buf) - o->len);
+	size_t start = 0;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		if (o->len > 0)
+			output_line(o, o->buf, o->len);
+		o->len = 0;
+		o->source = ev_source_free(o->source);
+		o->fd = safe_close(o->fd);
+		return 0;
+	}
+	o->len += (size_t)n;
+	for (size_t i = 0; i < o->len; i++)
+		if (o->buf[i] == '\n') {
+			output_line(o, o->buf + start, i - start);
+			start = i + 1;
+		}
+	/* A line longer than the buffer is cut, not allowed to grow without bound. */
+	if (start == 0 && o->len == sizeof(o->buf)) {
+		output_line(o, o->buf, o->len);
+		o->len = 0;
+		return 0;
+	}
+	memmove(o->buf, o->buf + start, o->len - start);
+	o->len -= start;
+	return 0;
+}
+
+static int watch_output(App *a, Output *o, const char *stream, int fd)
+{
+	o->app = a;
+	o->stream = stream;
+	o->fd = fd;
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+	return ev_add_io(apps_loop, &o->source, fd, EPOLLIN, on_output, o);
+}
+
+/* --- starting ------------------------------------------------------------------------ */
+
+typedef struct Env {
+	char *v[ENV_MAX + 1];
+	size_t n;
+} Env;
+
+static bool env_has(const Env *e, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < e->n; i++)
+		if (strneq(e->v[i], name, len) && e->v[i][len] == '=')
+			return true;
+	return false;
+}
+
+static void env_set(Env *e, const char *name, const char *value)
+{
+	if (e->n >= ENV_MAX || env_has(e, name))
+		return;
+	if (asprintf(&e->v[e->n], "%s=%s", name, value) >= 0)
+		e->n++;
+}
+
+static void env_add_secrets(Env *e, const json_t *vars, const Env *base)
+{
+	const char *name;
+	json_t *v;
+
+	json_object_foreach((json_t *)vars, name, v) {
+		/* Names berth-init set itself (PATH, ...) are never overridden. */
+		if (!env_has(base, name))
+			env_set(e, name, json_string_value(v));
+	}
+}
+
+/* The environment, built from scratch: nothing of berth-init's own leaks in. */
+static void build_env(const App *a, Env *e)
+{
+	char buf[256];
+	Env base = {};
+
+	env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
+	snprintf(buf, sizeof(buf), "/tmp/%s", a->name);
+	env_set(e, "HOME", buf);
+	env_set(e, "TMPDIR", buf);
+	snprintf(buf, sizeof(buf), "/tmp/%s/.config", a->name);
+	env_set(e, "XDG_CONFIG_HOME", buf);
+	snprintf(buf, sizeof(buf), "/tmp/%s/.cache", a->name);
+	env_set(e, "XDG_CACHE_HOME", buf);
+	env_set(e, "LANG", "C.UTF-8");
+	env_set(e, "BERTH_APP_NAME", a->name);
+	env_set(e, "BERTH_BOOT_ID", getenv("BERTH_BOOT_ID") ?: "unknown");
+	env_set(e, "BERTH_RPC_SOCKET", a->socket);
+	snprintf(buf, sizeof(buf), "%s/berth.yml", a->dir);
+	env_set(e, "BERTH_MANIFEST_PATH", buf);
+	snprintf(buf, sizeof(buf), a->python ? "%s/src/app.py" : "%s/dist/index.mjs", a->dir);
+	env_set(e, "BERTH_APP_ENTRY", buf);
+	env_set(e, "BERTH_WORKSPACE_ROOT", "/workspace");
+	env_set(e, "BERTH_REQUIRE_ENFORCEMENT", "1");
+	base = *e;
+	/* An app's own secrets win over the shared ones: add them first. */
+	env_add_secrets(e, json_object_get(json_object_get(apps_secrets, "apps"), a->name), &base);
+	env_add_secrets(e, json_object_get(apps_secrets, "shared"), &base);
+}
+
+static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd)
+{
+	Env env = {};
+	char runtime[96];
+	gid_t groups[2] = {a->uid, BERTH_GROUP_GID};
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	build_env(a, &env);
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+	    dup2(err_fd, STDERR_FILENO) < 0)
+		_exit(126);
+	setsid();
+	if (chdir(a->dir) < 0)
+		_exit(126);
+	/* FIXME: agent-init takes over from here (Landlock, seccomp, capabilities). */
+	if (setgroups(2, groups) < 0 || setresgid(a->uid, a->uid, a->uid) < 0 ||
+	    setresuid(a->uid, a->uid, a->uid) < 0 || getuid() != a->uid || setuid(0) == 0)
+		_exit(126);
+	if (a->python) {
+		execle("/usr/bin/python3", "python3", "-m", "berth_sdk.runtime", (char *)NULL,
+		       env.v);
+	} else {
+		snprintf(runtime, sizeof(runtime), "%s/runtime.mjs", a->dir);
+		execle("/usr/bin/node", "node", runtime, (char *)NULL, env.v);
+	}
+	dprintf(STDERR_FILENO, "[berth-init] cannot exec the %s runtime: %m\n",
+		a->python ? "python3" : "node");
+	_exit(127);
+}
+
+static int start_app(App *a)
+{
+	int out[2], err[2];
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(err, O_CLOEXEC) < 0) {
+		close(out[0]);
+		close(out[1]);
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		close(out[0]);
+		close(out[1]);
+		close(err[0]);
+		close(err[1]);
+		return r;
+	}
+	if (pid == 0)
+		exec_app(a, out[1], err[1]);
+	close(out[1]);
+	close(err[1]);
+	a->pid = pid;
+	a->state = APP_STARTING;
+	(void)watch_output(a, &a->out, "stdout", out[0]);
+	(void)watch_output(a, &a->err, "stderr", err[0]);
+	journal_event("app_started",
+		      json_pack("{s:s, s:i, s:i, s:s, s:i}", "app", a->name, "pid", (int)pid, "uid",
+				(int)a->uid, "runtime", a->python ? "python" : "node", "port",
+				(int)(MUX_PORT_RPC_BASE + a->index)));
+	return 0;
+}
+
+int apps_start_all(void)
+{
+	int started = 0;
+
+	for (unsigned i = 0; i < n_apps; i++) {
+		int r = start_app(&apps[i]);
+
+		if (r < 0) {
+			apps[i].state = APP_REFUSED;
+			journal_event("app_refused", json_pack("{s:s, s:s}", "app", apps[i].name,
+							       "reason", strerror(-r)));
+			continue;
+		}
+		started++;
+	}
+	return started;
+}
+
+bool apps_child_exited(pid_t pid, int status)
+{
+	for (unsigned i = 0; i < n_apps; i++) {
+		App *a = &apps[i];
+		json_t *ev;
+
+		if (a->pid != pid || a->state == APP_EXITED)
+			continue;
+		a->state = APP_EXITED;
+		a->status = status;
+		ev = json_pack("{s:s, s:i, s:b}", "app", a->name, "pid", (int)pid, "stopped",
+			       a->stopped);
+		if (WIFEXITED(status))
+			json_object_set_new(ev, "exitCode", json_integer(WEXITSTATUS(status)));
+		else
+			json_object_set_new(ev, "signal", json_integer(WTERMSIG(status)));
+		journal_event("app_exited", ev);
+		for (size_t k = 0; k < a->n_pending; k++)
+			safe_close(a->pending[k].fd);
+		a->n_pending = 0;
+		return true;
+	}
+	return false;
+}
+
+void apps_stop_all(void)
+{
+	for (unsigned i = 0; i < n_apps; i++)
+		if (apps[i].state == APP_STARTING || apps[i].state == APP_READY) {
+			apps[i].stopped = true;
+			(void)kill(-apps[i].pid, SIGTERM);
+			(void)kill(apps[i].pid, SIGTERM);
+		}
+}
+
+unsigned apps_count(void)
+{
+	return n_apps;
+}
+
+unsigned apps_running(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < n_apps; i++)
+		if (apps[i].state == APP_STARTING || apps[i].state == APP_READY)
+			n++;
+	return n;
+}
+
+int apps_exit_code(void)
+{
+	for (unsigned i = 0; i < n_apps; i++) {
+		const App *a = &apps[i];
+
+		if (a->state == APP_REFUSED)
+			return 1;
+		if (a->state == APP_EXITED && !a->stopped &&
+		    !(WIFEXITED(a->status) && WEXITSTATUS(a->status) == 0))
+			return 1;
+	}
+	return 0;
+}
+
+json_t *apps_status(void)
+{
+	json_t *arr = json_array();
+
+	for (unsigned i = 0; i < n_apps; i++) {
+		const App *a = &apps[i];
+		json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}", "name", a->name, "state",
+				      app_state_names[a->state], "pid", (int)a->pid, "uid",
+				      (int)a->uid, "port", (int)(MUX_PORT_RPC_BASE + a->index),
+				      "runtime", a->python ? "python" : "node");
+
+		if (a->state == APP_EXITED)
+			json_object_set_new(o, "exit",
+					    json_integer(WIFEXITED(a->status)
+								 ? WEXITSTATUS(a->status)
+								 : 128 + WTERMSIG(a->status)));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+json_t *apps_summary(void)
+{
+	return apps_status();
+}
+
+/* --- RPC relays ------------------------------------------------------------------- */
+
+static int connect_app(const App *a)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", a->socket);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Connections that arrived before their app listened: retry until it does, up to 60 s. */
+static int on_pending_timer(EvSource *s, uint64_t usec, void *userdata)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < n_apps; i++) {
+		App *a = &apps[i];
+		size_t keep = 0;
+
+		for (size_t k = 0; k < a->n_pending; k++) {
+			PendingRpc *p = &a->pending[k];
+			int fd = a->state == APP_READY ? connect_app(a) : -EAGAIN;
+
+			if (fd >= 0)
+				(void)fd_splice_new(apps_loop, p->fd, fd);
+			else if (usec > p->deadline || a->state == APP_EXITED)
+				safe_close(p->fd);
+			else
+				a->pending[keep++] = *p;
+		}
+		a->n_pending = keep;
+		any |= keep > 0;
+	}
+	if (any) {
+		ev_source_set_time_relative(s, 50 * USEC_PER_MSEC);
+		ev_source_set_enabled(s, EV_ONESHOT);
+	}
+	return 0;
+}
+
+static int rpc_accept(MuxIo *io, uint32_t port, void *userdata)
+{
+	App *a = userdata;
+	int fd, sp[2];
+
+	if (a->state == APP_EXITED || a->state == APP_REFUSED)
+		return -ECONNREFUSED;
+	if (a->state == APP_READY) {
+		fd = connect_app(a);
+		if (fd >= 0)
+			return fd;
+	}
+	/* Not listening yet: hold the host's stream on a socketpair until it does. */
+	if (a->n_pending >= PENDING_RPC_MAX)
+		return -EMFILE;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -errno;
+	a->pending[a->n_pending++] = (PendingRpc){sp[0], ev_time_now() + RPC_WAIT_USEC};
+	if (!pending_timer)
+		(void)ev_add_time_relative(apps_loop, &pending_timer, 50 * USEC_PER_MSEC,
+					   on_pending_timer, NULL);
+	else {
+		ev_source_set_time_relative(pending_timer, 50 * USEC_PER_MSEC);
+		ev_source_set_enabled(pending_timer, EV_ONESHOT);
+	}
+	return sp[1];
+}
+
+int apps_listen_rpc(MuxIo *io)
+{
+	for (unsigned i = 0; i < n_apps; i++) {
+		int r = mux_io_listen(io, MUX_PORT_RPC_BASE + i, rpc_accept, &apps[i]);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "evloop.h"
+#include "mux-io.h"
+
+/*
+ * The apps of this VM: their identities, processes, logs, readiness and RPC relays.
+ * App i (the order of BERTH_VM_APPS) runs as uid/gid 10000+i, user berth-<name>, from
+ * its read-only share (/app for a single app, /app/<name> for several), with an
+ * environment built from scratch, and is reached from the host on channel port 5000+i.
+ */
+
+#define APPS_MAX 64
+#define APP_UID_BASE 10000
+#define BERTH_GROUP_GID 9999
+
+/* Read the plan (BERTH_VM_APPS) and mount the shares. */
+int apps_prepare(EvLoop *loop, const json_t *secrets);
+/* Per-app users and groups in tmpfs copies of /etc/passwd and /etc/group, and the
+ * per-app directories. */
+int apps_setup_identities(void);
+/* Route channel ports 5000+i to the apps' RPC sockets. */
+int apps_listen_rpc(MuxIo *io);
+/* Start every app; returns the number started. */
+int apps_start_all(void);
+/* A child exited (from the SIGCHLD reaper). Returns true when it was an app. */
+bool apps_child_exited(pid_t pid, int status);
+/* SIGTERM to every running app's session. */
+void apps_stop_all(void);
+unsigned apps_count(void);
+unsigned apps_running(void);
+/* 0 iff every app exited 0 or was stopped by us. */
+int apps_exit_code(void);
+/* [{name, state, pid, uid, port, exit?}] */
+json_t *apps_status(void);
+/* Names, for the power_off event. */
+json_t *apps_summary(void);

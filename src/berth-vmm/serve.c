@@ -257,6 +257,9 @@ static int on_qemu_gone_settled(EvSource *src, uint64_t usec, void *userdata)
 	Serve *s = userdata;
 	bool clean = s->qemu_code == CLD_EXITED && s->qemu_status == 0;
 
+	/* With an external channel client, the guest's events are not ours to see. */
+	if (s->vmm->args.channel_external && clean)
+		s->powered_off = true;
 	if (s->powered_off && clean) {
 		log_info("the guest powered off (exit code %d)", s->guest_exit_code);
 		s->exit_code = s->guest_exit_code == 0 ? 0 : 1;
@@ -355,10 +358,10 @@ static int start(Serve *s)
 	r = mux_io_new(s->loop, &cfg, &s->io);
 	if (r < 0)
 		return r;
-	r = add_listener(s, "control.sock", MUX_PORT_CONTROL);
-	if (r >= 0)
+	r = v->args.channel_external ? 0 : add_listener(s, "control.sock", MUX_PORT_CONTROL);
+	if (r >= 0 && !v->args.channel_external)
 		r = add_listener(s, "logs.sock", MUX_PORT_LOG);
-	for (size_t i = 0; r >= 0 && i < v->n_apps; i++) {
+	for (size_t i = 0; r >= 0 && !v->args.channel_external && i < v->n_apps; i++) {
 		char file[32];
 
 		snprintf(file, sizeof(file), "rpc-%zu.sock", i);
@@ -381,6 +384,8 @@ static int start(Serve *s)
 	r = ev_add_child_pidfd(s->loop, NULL, TAKE_FD(v->engine.pidfd), on_qemu_exit, s);
 	if (r < 0)
 		return r;
+	if (v->args.channel_external)
+		return 0;
 	s->connect_deadline = ev_time_now() + CONNECT_TIMEOUT_USEC;
 	return ev_add_time_relative(s->loop, &s->connect_timer, 20 * USEC_PER_MSEC, try_connect_mux,
 				    s);

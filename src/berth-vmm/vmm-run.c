@@ -41,7 +41,9 @@ static void usage(void)
 	       "  --rootfs IMG         boot this root image instead (recorded as not pinned)\n"
 	       "  --console FILE       the kernel console (default console.log in the run dir)\n"
 	       "  --console-stderr     the kernel console on standard error\n"
-	       "  --foreground         do not detach\n");
+	       "  --foreground         do not detach\n"
+	       "  --channel-external   do not serve the channel: leave qemu-mux.sock in the run dir\n"
+	       "                       to another client (for testing protocol peers)\n");
 }
 
 static int parse_args(int argc, char **argv, VmmArgs *a)
@@ -60,6 +62,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_CONSOLE,
 		O_CONSOLE_STDERR,
 		O_FOREGROUND,
+		O_CHANNEL_EXTERNAL,
 		O_HELP
 	};
 	static const struct option options[] = {
@@ -76,6 +79,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"console", required_argument, NULL, O_CONSOLE},
 		{"console-stderr", no_argument, NULL, O_CONSOLE_STDERR},
 		{"foreground", no_argument, NULL, O_FOREGROUND},
+		{"channel-external", no_argument, NULL, O_CHANNEL_EXTERNAL},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
 	int c;
@@ -130,6 +134,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			break;
 		case O_CONSOLE_STDERR:
 			a->console_stderr = true;
+			break;
+		case O_CHANNEL_EXTERNAL:
+			a->channel_external = true;
 			break;
 		case O_FOREGROUND:
 			a->foreground = true;

@@ -33,6 +33,7 @@ typedef struct VmmArgs {
 	const char *console; /* NULL: console.log in the run dir */
 	bool console_stderr;
 	bool foreground;
+	bool channel_external; /* leave qemu-mux.sock to another client (protocol tests) */
 	unsigned cpus;
 	unsigned mem_mib;
 	const char *apps[VMM_APPS_MAX];

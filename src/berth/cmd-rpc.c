@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* berth rpc <app> --export NAME [--input JSON]: call an app's export in its running VM. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "fileio.h"
+#include "log.h"
+#include "macros.h"
+#include "parse-util.h"
+#include "paths.h"
+#include "rundir.h"
+#include "vm-client.h"
+
+#define RPC_TIMEOUT_MS_DEFAULT 30000
+#define CONNECT_RETRY_MS 10000
+
+/* The run dir and app index of @app: berth dev's VM (berth-dev-<app>) first, then any
+ * running VM that has an app of that name. */
+static int find_app(const char *app, char **ret_dir, int *ret_index)
+{
+	_cleanup_free_ char *root = berth_run_root();
+	char *names[2] = {NULL, NULL};
+	int r = -ENOENT;
+
+	if (!root)
+		return -ENOMEM;
+	if (asprintf(&names[0], "berth-dev-%s", app) < 0)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2 && r < 0; pass++) {
+		_cleanup_(json_decrefp) json_t *list = json_array();
+		struct dirent **ents = NULL;
+		int n = 0;
+
+		if (pass == 0)
+			json_array_append_new(list, json_string(names[0]));
+		else if ((n = scandir(root, &ents, NULL, alphasort)) > 0) {
+			for (int i = 0; i < n; i++) {
+				if (vm_name_valid(ents[i]->d_name))
+					json_array_append_new(list, json_string(ents[i]->d_name));
+				free(ents[i]);
+			}
+			free(ents);
+		}
+		for (size_t i = 0; i < json_array_size(list) && r < 0; i++) {
+			_cleanup_free_ char *dir =
+				berth_run_dir(json_string_value(json_array_get(list, i)));
+			_cleanup_(json_decrefp) json_t *vm = NULL;
+			json_t *a;
+			size_t k;
+			pid_t pid;
+
+			if (!dir || rundir_inspect(dir, &pid) != RUNDIR_RUNNING)
+				continue;
+			vm = vm_json_load(dir);
+			json_array_foreach(json_object_get(vm, "apps"), k, a) {
+				if (streq(json_string_value(json_object_get(a, "name")) ?: "",
+					  app)) {
+					*ret_index = (int)json_integer_value(
+						json_object_get(a, "index"));
+					*ret_dir = TAKE_PTR(dir);
+					r = 0;
+					break;
+				}
+			}
+		}
+	}
+	free(names[0]);
+	return r;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connect, retrying while nobody listens yet: nothing was sent, so a retry is safe. */
+static int connect_rpc(const char *dir, int index)
+{
+	long long deadline = now_ms() + CONNECT_RETRY_MS;
+	char name[32];
+	int fd;
+
+	snprintf(name, sizeof(name), "rpc-%d.sock", index);
+	for (;;) {
+		fd = vm_socket_connect(dir, name);
+		if (fd >= 0 || (fd != -ECONNREFUSED && fd != -ENOENT) || now_ms() > deadline)
+			return fd;
+		usleep(100 * 1000);
+	}
+}
+
+static int print_result(json_t *reply)
+{
+	json_t *result = json_object_get(reply, "result");
+	char *text;
+
+	/* A reply without "result" means the handler returned nothing: null. */
+	text = json_dumps(result ? result : json_null(), JSON_INDENT(2) | JSON_ENCODE_ANY);
+	if (!text)
+		return log_error("cannot print the result"), 1;
+	printf("%s\n", text);
+	free(text);
+	return 0;
+}
+
+int cmd_rpc(int argc, char **argv)
+{
+	static const struct option options[] = {{"export", required_argument, NULL, 'e'},
+						{"input", required_argument, NULL, 'i'},
+						{"help", no_argument, NULL, 'h'},
+						{}};
+	const char *export = NULL, *input_text = NULL, *env = getenv("BERTH_RPC_TIMEOUT_MS");
+	_cleanup_(json_decrefp) json_t *input = NULL, *req = NULL;
+	_cleanup_free_ char *dir = NULL, *line_out = NULL;
+	unsigned timeout = RPC_TIMEOUT_MS_DEFAULT;
+	char id[32];
+	LineReader lr;
+	char *line;
+	int c, fd, r, index = 0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+		if (c == 'e')
+			export = optarg;
+		else if (c == 'i')
+			input_text = optarg;
+		else if (c == 'h') {
+			printf("usage: berth rpc APP --export NAME [--input JSON]\n");
+			return 0;
+		} else
+			return 2;
+	}
+	if (optind >= argc || !export)
+		return log_error("usage: berth rpc APP --export NAME [--input JSON]"), 2;
+	if (env && parse_uint_range(env, 100, 3600000, &timeout) < 0)
+		return log_error("BERTH_RPC_TIMEOUT_MS must be milliseconds from 100 to 3600000"),
+		       2;
+	if (input_text) {
+		json_error_t jerr;
+
+		input = json_loads(input_text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+		if (!input)
+			return log_error("--input is not valid JSON: %s (at line %d, column %d)",
+					 jerr.text, jerr.line, jerr.column),
+			       2;
+	}
+	r = find_app(argv[optind], &dir, &index);
+	if (r < 0)
+		return log_error(
+			       "no running VM has an app named \"%s\"; start it with 'berth dev' in its folder (or see 'berth vm status')",
+			       argv[optind]),
+		       1;
+
+	snprintf(id, sizeof(id), "%lld", (long long)time(NULL) * 1000 + now_ms() % 1000);
+	req = json_pack("{s:s, s:s}", "id", id, "export", export);
+	if (input)
+		json_object_set(req, "input", input);
+	line_out = json_dumps(req, JSON_COMPACT);
+	fd = connect_rpc(dir, index);
+	if (fd < 0)
+		return log_error_errno(fd, "cannot reach app \"%s\" in %s: %m", argv[optind], dir),
+		       1;
+	r = loop_write(fd, line_out, strlen(line_out));
+	if (r >= 0)
+		r = loop_write(fd, "\n", 1);
+	line_reader_init(&lr, fd);
+	while (r >= 0) {
+		json_t *reply;
+
+		r = line_reader_next(&lr, (int)timeout, &line);
+		if (r == 0) {
+			r = -ECONNRESET;
+			break;
+		}
+		if (r < 0)
+			break;
+		reply = json_loads(line, 0, NULL);
+		/* Only the answer to our id counts; anything else on the line is not ours. */
+		if (!json_is_object(reply) ||
+		    !streq(json_string_value(json_object_get(reply, "id")) ?: "", id)) {
+			json_decref(reply);
+			continue;
+		}
+		if (json_is_string(json_object_get(reply, "error"))) {
+			fprintf(stderr, "%s\n", json_string_value(json_object_get(reply, "error")));
+			json_decref(reply);
+			r = 1;
+			break;
+		}
+		r = print_result(reply);
+		json_decref(reply);
+		break;
+	}
+	line_reader_done(&lr);
+	close(fd);
+	if (r == -ETIME)
+		return log_error("no answer from \"%s\" within %u ms (BERTH_RPC_TIMEOUT_MS)",
+				 argv[optind], timeout),
+		       1;
+	if (r == -ECONNRESET)
+		return log_error(
+			       "the connection to \"%s\" closed before an answer; the call may or may not have run (see 'berth vm logs %s')",
+			       argv[optind], strrchr(dir, '/') + 1),
+		       1;
+	if (r < 0)
+		return log_error_errno(r, "calling \"%s\" failed: %m", argv[optind]), 1;
+	return r;
+}

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// Notes kept as a pretty-printed JSON array in $BERTH_WORKSPACE_ROOT/notes.json
+// (/workspace/notes.json in a sandbox). Publishes notes.added and notes.completed.
+import { randomUUID } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { defineApp, type ContextBusClient } from "@berthos/sdk";
+import { z } from "zod";
+
+interface Note {
+	id: string;
+	text: string;
+	completed: boolean;
+}
+
+const NoteSchema = z.object({ id: z.string(), text: z.string(), completed: z.boolean() });
+
+function workspaceRoot(): string {
+	return process.env.BERTH_WORKSPACE_ROOT || "/workspace";
+}
+
+function notesFile(): string {
+	return join(workspaceRoot(), "notes.json");
+}
+
+async function readNotes(): Promise<Note[]> {
+	try {
+		const parsed = JSON.parse(await readFile(notesFile(), "utf8"));
+		return Array.isArray(parsed) ? parsed.filter((n) => NoteSchema.safeParse(n).success) : [];
+	} catch {
+		return [];
+	}
+}
+
+async function writeNotes(notes: Note[]): Promise<void> {
+	await mkdir(workspaceRoot(), { recursive: true });
+	const tmp = `${notesFile()}.${process.pid}.tmp`;
+	await writeFile(tmp, JSON.stringify(notes, null, 2) + "\n");
+	await rename(tmp, notesFile());
+}
+
+// Requests run concurrently; changes to the file go one at a time.
+let queue: Promise<unknown> = Promise.resolve();
+function serialised<T>(fn: () => Promise<T>): Promise<T> {
+	const next = queue.then(fn, fn);
+	queue = next.catch(() => undefined);
+	return next;
+}
+
+let bus: ContextBusClient | undefined;
+
+export default defineApp((app) => {
+	app.export({
+		name: "add_note",
+		input: z.object({ text: z.string() }),
+		output: z.object({ id: z.string() }),
+		handler: ({ text }) =>
+			serialised(async () => {
+				const note: Note = { id: randomUUID(), text, completed: false };
+				const notes = await readNotes();
+				notes.push(note);
+				await writeNotes(notes);
+				await bus?.publish("notes.added", { id: note.id, text: note.text });
+				return { id: note.id };
+			}),
+	});
+
+	app.export({
+		name: "list_notes",
+		output: z.object({ notes: z.array(NoteSchema) }),
+		handler: async () => ({ notes: await readNotes() }),
+	});
+
+	app.export({
+		name: "complete_note",
+		input: z.object({ id: z.string() }),
+		output: z.object({ completed: z.boolean() }),
+		handler: ({ id }) =>
+			serialised(async () => {
+				const notes = await readNotes();
+				const note = notes.find((n) => n.id === id);
+				if (!note) return { completed: false };
+				note.completed = true;
+				await writeNotes(notes);
+				await bus?.publish("notes.completed", { id });
+				return { completed: true };
+			}),
+	});
+
+	app.onAgentReady(async (ctx) => {
+		bus = ctx.contextBus;
+		await bus.register({ app: ctx.manifest.name });
+	});
+});

@@ -238,6 +238,27 @@ static void print_log_line(const char *line, bool raw)
 	json_decref(o);
 }
 
+/*
+ * A VM that stopped without a clean power-off keeps its run dir; its console mirrors the
+ * guest log as "[src] line", so that is what is left to show. The dir stays for
+ * 'berth vm status' to report.
+ */
+static int print_stopped_log(const char *name, const char *dir)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL, *reason = stale_reason(dir);
+	char *save = NULL;
+
+	if (asprintf(&path, "%s/console.log", dir) < 0 ||
+	    read_full_file(path, 64 * 1024 * 1024, &text, NULL) < 0)
+		return log_error("VM \"%s\" is not running and left no console log", name), 1;
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (l[0] == '[' && !strneq(l, "[event]", 7) && !strneq(l, "[ ", 2))
+			printf("%s\n", l);
+	log_warning("VM \"%s\" is not running (%s); above is the guest log its console kept", name,
+		    reason ? reason : "stopped");
+	return 0;
+}
+
 int cmd_vm_logs(int argc, char **argv)
 {
 	static const struct option options[] = {{"follow", no_argument, NULL, 'f'},
@@ -247,6 +268,7 @@ int cmd_vm_logs(int argc, char **argv)
 	_cleanup_free_ char *dir = NULL;
 	bool follow = false, raw = false;
 	LineReader lr;
+	pid_t pid;
 	char *line;
 	int c, fd, r;
 
@@ -264,6 +286,10 @@ int cmd_vm_logs(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return log_error("usage: berth vm logs NAME [--follow]"), 2;
+	dir = berth_run_dir(argv[optind]);
+	if (dir && rundir_inspect(dir, &pid) == RUNDIR_STALE)
+		return print_stopped_log(argv[optind], dir);
+	free(dir);
 	dir = running_dir(argv[optind]);
 	if (!dir)
 		return 1;

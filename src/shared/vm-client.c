@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ static long long now_ms(void)
 int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
 {
 	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	bool polled = false;
 	char *nl;
 
 	/* Drop the line handed out last time (it ends at the first NUL). */
@@ -66,7 +68,7 @@ int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
 	}
 	for (;;) {
 		struct pollfd p = {.fd = r->fd, .events = POLLIN};
-		int wait = -1;
+		long long left = deadline < 0 ? -1 : deadline - now_ms();
 		ssize_t n;
 
 		nl = r->len ? memchr(r->buf, '\n', r->len) : NULL;
@@ -77,23 +79,21 @@ int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
 		}
 		if (r->len > VM_LINE_MAX)
 			return -EMSGSIZE;
+		/* Poll at least once, so that a timeout of 0 means "what is there now". */
+		if (polled && deadline >= 0 && left <= 0)
+			return -ETIME;
 		if (r->alloc - r->len < 4096) {
-			size_t want = MAX(r->alloc * 2, (size_t)8192);
-			char *b = realloc(r->buf, MIN(want, (size_t)VM_LINE_MAX + 8192));
+			size_t want =
+				MIN(MAX(r->alloc * 2, (size_t)8192), (size_t)VM_LINE_MAX + 8192);
+			char *b = realloc(r->buf, want);
 
 			if (!b)
 				return -ENOMEM;
 			r->buf = b;
-			r->alloc = MIN(want, (size_t)VM_LINE_MAX + 8192);
+			r->alloc = want;
 		}
-		if (deadline >= 0) {
-			long long left = deadline - now_ms();
-
-			if (left <= 0)
-				return -ETIME;
-			wait = (int)left;
-		}
-		n = poll(&p, 1, wait);
+		n = poll(&p, 1, left < 0 ? (deadline < 0 ? -1 : 0) : (int)left);
+		polled = true;
 		if (n < 0 && errno != EINTR)
 			return -errno;
 		if (n <= 0)
@@ -160,4 +160,81 @@ json_t *vm_json_load(const char *run_dir)
 	if (read_full_file(path, 4 * 1024 * 1024, &text, NULL) < 0)
 		return NULL;
 	return json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+}
+
+static void describe_failure(json_t *ev, char *reason, size_t size)
+{
+	const char *event = json_string_value(json_object_get(ev, "event"));
+	const char *app = json_string_value(json_object_get(ev, "app")) ?: "?";
+
+	if (streq(event, "boot_failed"))
+		snprintf(reason, size, "the guest's boot failed in phase %s: %s",
+			 json_string_value(json_object_get(ev, "phase")) ?: "?",
+			 json_string_value(json_object_get(ev, "reason")) ?: "?");
+	else if (streq(event, "app_refused"))
+		snprintf(reason, size, "app \"%s\" could not start: %s", app,
+			 json_string_value(json_object_get(ev, "reason")) ?: "?");
+	else if (json_is_integer(json_object_get(ev, "exitCode")))
+		snprintf(reason, size, "app \"%s\" exited with code %lld before it was ready", app,
+			 json_integer_value(json_object_get(ev, "exitCode")));
+	else
+		snprintf(reason, size, "app \"%s\" was killed by signal %lld before it was ready",
+			 app, json_integer_value(json_object_get(ev, "signal")));
+}
+
+int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *reason,
+		  size_t reason_size)
+{
+	long long deadline = now_ms() + timeout_ms;
+	unsigned ready = 0;
+	bool complete = false;
+	LineReader lr;
+	char *line;
+	int fd, r;
+
+	snprintf(reason, reason_size, "the VM went away during its boot");
+	fd = vm_socket_connect(run_dir, "control.sock");
+	if (fd < 0)
+		return fd;
+	line_reader_init(&lr, fd);
+	for (;;) {
+		long long left = deadline - now_ms();
+		const char *event;
+		json_t *ev;
+
+		if (complete && ready >= n_apps) {
+			r = 0;
+			break;
+		}
+		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
+		if (r <= 0) {
+			r = r == 0 ? -EIO : r;
+			break;
+		}
+		ev = json_loads(line, 0, NULL);
+		event = json_string_value(json_object_get(ev, "event"));
+		if (!event) {
+			json_decref(ev);
+			continue;
+		}
+		if (streq(event, "boot_complete"))
+			complete = true;
+		else if (streq(event, "app_ready"))
+			ready++;
+		else if (streq(event, "boot_failed") || streq(event, "app_refused") ||
+			 streq(event, "app_exited")) {
+			describe_failure(ev, reason, reason_size);
+			json_decref(ev);
+			r = -EIO;
+			break;
+		} else if (streq(event, "power_off")) {
+			json_decref(ev);
+			r = -EIO;
+			break;
+		}
+		json_decref(ev);
+	}
+	line_reader_done(&lr);
+	close(fd);
+	return r;
 }

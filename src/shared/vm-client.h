@@ -40,3 +40,11 @@ int vm_control_request(const char *run_dir, const char *request, int timeout_ms,
 
 /* Load @run_dir/vm.json; NULL when missing or malformed. */
 json_t *vm_json_load(const char *run_dir);
+
+/*
+ * vm_wait_ready() - follow the boot events on the control port until boot_complete and
+ * app_ready for @n_apps apps. Returns 0; -EIO when the boot failed, an app exited before it
+ * was ready or the VM went away (the reason in @reason); -ETIME after @timeout_ms.
+ */
+int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *reason,
+		  size_t reason_size);

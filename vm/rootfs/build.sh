@@ -20,6 +20,7 @@ stage=$("$here/stage.sh")
 t1=$(now_ms)
 
 guest_bins=("$build/src/berth-init/berth-init")
+# The SDK sources are inputs of the image too.
 for b in "${guest_bins[@]}"; do
 	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
 done
@@ -29,6 +30,16 @@ trap 'rm -rf "$work"' EXIT
 tree="$work/tree"
 cp -a "$stage" "$tree"
 install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
+# The Python SDK, so that Python apps need only their own files in their share. Byte-compiled
+# in the image's own Python, with hashes rather than mtimes (the image is read-only).
+sdk_py="$here/../../sdk/python/berth_sdk"
+[ -f "$sdk_py/runtime.py" ] || die "$sdk_py is missing: the root image ships the Python SDK"
+site="$tree/usr/lib/python3/dist-packages"
+rm -rf "$site/berth_sdk"
+cp -r "$sdk_py" "$site/berth_sdk"
+find "$site/berth_sdk" -name __pycache__ -prune -exec rm -rf {} +
+chroot "$tree" /usr/bin/python3 -m compileall -q --invalidation-mode unchecked-hash \
+	/usr/lib/python3/dist-packages/berth_sdk >/dev/null
 # Mount points berth-init needs on a read-only root.
 mkdir -p "$tree/workspace" "$tree/state" "$tree/app"
 

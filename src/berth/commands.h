@@ -12,4 +12,5 @@ int cmd_vm_status(int argc, char **argv);
 int cmd_vm_logs(int argc, char **argv);
 int cmd_vm_stop(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 int cmd_rpc(int argc, char **argv);

@@ -19,6 +19,7 @@ static const Verb verbs[] = {
 	{"vm", "logs", cmd_vm_logs, "print a VM's guest log"},
 	{"vm", "stop", cmd_vm_stop, "stop a VM gracefully"},
 	{NULL, "doctor", cmd_doctor, "check that this host can run sandboxes"},
+	{NULL, "validate", cmd_validate, "check an app's berth.yml"},
 	{NULL, "rpc", cmd_rpc, "call an export of a running app"},
 };
 

@@ -20,9 +20,14 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${BERTH_FUZZ_DIR:-$root/build/libfuzzer}
 cc=${CLANG:-clang-14}
 
-# The library sources each target needs (libc-only code from src/basic).
+# The library sources each target needs, and the libraries they link.
+libs=
 case "$target" in
 mux-frames) sources="src/basic/mux.c" ;;
+manifest)
+	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c"
+	libs="-lyaml -ljansson"
+	;;
 *)
 	echo "run-libfuzzer.sh: unknown target '$target'; add its sources here" >&2
 	exit 2
@@ -39,8 +44,8 @@ cd "$root"
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Isrc/basic -Isrc/include \
-	"test/fuzz/fuzz-$target.c" $sources -o "$out/fuzz-$target"
+	-Isrc/basic -Isrc/include -Isrc/shared \
+	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 
 exec "$out/fuzz-$target" -max_total_time="$seconds" -print_final_stats=1 \
 	-artifact_prefix="$out/" "$@" "$out/corpus-$target" "test/fuzz/corpus/$target"

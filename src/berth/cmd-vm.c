@@ -294,8 +294,8 @@ int cmd_vm_logs(int argc, char **argv)
 	if (!dir)
 		return 1;
 	fd = vm_socket_connect(dir, "logs.sock");
-	if (fd < 0)
-		return log_error_errno(fd, "cannot connect to %s/logs.sock: %m", dir), 1;
+	if (fd < 0) /* shutting down: what its console kept is all there is */
+		return print_stopped_log(argv[optind], dir);
 	line_reader_init(&lr, fd);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {

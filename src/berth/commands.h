@@ -14,3 +14,5 @@ int cmd_vm_stop(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_rpc(int argc, char **argv);
+int cmd_init(int argc, char **argv);
+int cmd_dev(int argc, char **argv);

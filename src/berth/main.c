@@ -21,6 +21,8 @@ static const Verb verbs[] = {
 	{NULL, "doctor", cmd_doctor, "check that this host can run sandboxes"},
 	{NULL, "validate", cmd_validate, "check an app's berth.yml"},
 	{NULL, "rpc", cmd_rpc, "call an export of a running app"},
+	{NULL, "init", cmd_init, "create an app folder from a template"},
+	{NULL, "dev", cmd_dev, "run the app in a VM, reloading on changes"},
 };
 
 static void usage(FILE *f)

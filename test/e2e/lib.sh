@@ -65,3 +65,32 @@ control() {
 
 vm_pid() { cat "$BERTH_HOME/run/vm/$1/berth-vmm.pid" 2>/dev/null; }
 qemu_pid() { pgrep -f "qemu-system-x86_64.*$BERTH_HOME/run/vm/$1/" | head -1; }
+
+# start_dev DIR LOG: run `berth dev` in DIR in the background, wait for "VM ready".
+start_dev() {
+	local dir=$1 log=$2 i
+	(cd "$dir" && exec "$berth" dev >"$log" 2>&1) &
+	dev_pid=$!
+	for ((i = 0; i < 900; i++)); do
+		grep -q '^VM ready in' "$log" && return 0
+		kill -0 $dev_pid 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+
+# stop_dev: Ctrl-C the background berth dev and wait for it.
+stop_dev() {
+	kill -INT "$dev_pid" 2>/dev/null
+	wait "$dev_pid" 2>/dev/null
+}
+
+# wait_for LOG PATTERN [SECONDS]
+wait_for() {
+	local i
+	for ((i = 0; i < ${3:-120} * 5; i++)); do
+		grep -q "$2" "$1" && return 0
+		sleep 0.2
+	done
+	return 1
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dev-bundle.h"
+#include "digest.h"
+#include "exec-util.h"
+#include "fileio.h"
+#include "macros.h"
+#include "paths.h"
+#include "share.h"
+#include "source-dir.h"
+
+#define BUNDLER_OUTPUT_MAX (1024 * 1024)
+#define BUNDLER_TIMEOUT_MS (5 * 60 * 1000)
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Run the bundler; its last line of output is a JSON verdict. */
+static int run_bundler(const char *app_dir, const char *out_dir, char *err, size_t errlen)
+{
+	_cleanup_free_ char *bundler = NULL, *node = NULL, *out = NULL;
+	_cleanup_(json_decrefp) json_t *verdict = NULL;
+	char *last;
+	int status, r;
+
+	if (berth_source_path("sdk/node/bundle.mjs", &bundler) < 0) {
+		snprintf(err, errlen,
+			 "cannot find the SDK's bundler: set BERTH_SOURCE_DIR to a Berth checkout");
+		return -ENOENT;
+	}
+	if (find_executable_in_path("node", &node) < 0) {
+		snprintf(
+			err, errlen,
+			"node is not installed; bundling an app needs Node.js (apt-get install nodejs)");
+		return -ENOENT;
+	}
+	{
+		char *argv[] = {node, bundler, (char *)app_dir, (char *)out_dir, NULL};
+
+		r = run_capture(argv, BUNDLER_TIMEOUT_MS, BUNDLER_OUTPUT_MAX, &out, &status);
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "the bundler did not finish: %s", strerror(-r));
+		return r;
+	}
+	while (*out && out[strlen(out) - 1] == '\n')
+		out[strlen(out) - 1] = '\0';
+	last = strrchr(out, '\n');
+	verdict = json_loads(last ? last + 1 : out, 0, NULL);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+	    !json_is_true(json_object_get(verdict, "ok"))) {
+		const char *msg = json_string_value(json_object_get(verdict, "error"));
+
+		snprintf(
+			err, errlen, "%s",
+			msg ? msg
+			    : "the bundler failed (run it by hand: node sdk/node/bundle.mjs APP_DIR OUT_DIR)");
+		return -EIO;
+	}
+	return 0;
+}
+
+int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, size_t errlen)
+{
+	_cleanup_free_ char *vm_dir = berth_vm_dir(), *base = NULL, *work = NULL, *tmp_share = NULL,
+			    *final_parent = NULL, *final = NULL;
+	char path_hash[65];
+	ShareDigest d;
+	long long t0 = now_ms();
+	int r;
+
+	*ret = (Bundle){};
+	if (!vm_dir)
+		return -ENOMEM;
+	(void)sha256_buffer_hex(app_dir, strlen(app_dir), path_hash);
+	if (asprintf(&base, "%s/apps/%s-%.16s", vm_dir, name, path_hash) < 0 ||
+	    asprintf(&work, "%s/tmp.%d", base, (int)getpid()) < 0 ||
+	    asprintf(&tmp_share, "%s/%s", work, name) < 0)
+		return -ENOMEM;
+	(void)rm_rf(work);
+	r = mkdir_p(work, 0700);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", work, strerror(-r));
+		return r;
+	}
+	r = run_bundler(app_dir, tmp_share, err, errlen);
+	if (r >= 0)
+		r = share_digest(tmp_share, &d, err, errlen);
+	if (r < 0) {
+		(void)rm_rf(work);
+		return r;
+	}
+	if (asprintf(&final_parent, "%s/%.16s", base, d.tree_sha256) < 0 ||
+	    asprintf(&final, "%s/%s", final_parent, name) < 0)
+		return -ENOMEM;
+	if (access(final, F_OK) == 0) {
+		ret->cached = true;
+		(void)rm_rf(work);
+	} else {
+		(void)rm_rf(final_parent);
+		if (rename(work, final_parent) < 0) {
+			r = -errno;
+			snprintf(err, errlen, "cannot store the bundle in %s: %s", final_parent,
+				 strerror(errno));
+			(void)rm_rf(work);
+			return r;
+		}
+	}
+	memcpy(ret->digest, d.tree_sha256, sizeof(ret->digest));
+	ret->dir = TAKE_PTR(final);
+	ret->ms = now_ms() - t0;
+	return 0;
+}
+
+void bundle_done(Bundle *b)
+{
+	free(b->dir);
+	*b = (Bundle){};
+}

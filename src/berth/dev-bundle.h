@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+
+/*
+ * An app's share for the VM, built by the SDK's bundler (sdk/node/bundle.mjs: esbuild for
+ * Node apps, a filtered copy for Python ones) and cached by content under
+ * ~/.berth/vm/apps/<name>-<16 hex of the app dir>/<16 hex of the bundle>/<name>.
+ */
+typedef struct Bundle {
+	char *dir;	 /* the share: its base name is the app's name */
+	char digest[65]; /* tree digest of the share */
+	bool cached;	 /* an identical bundle was already there */
+	long long ms;	 /* time spent */
+} Bundle;
+
+/* Bundle @app_dir (app @name). On failure returns -errno with the bundler's message in
+ * @err. */
+int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, size_t errlen);
+void bundle_done(Bundle *b);

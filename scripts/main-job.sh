@@ -11,16 +11,33 @@ scripts/setup.sh
 step "Building (meson + ninja into build/)"
 scripts/build.sh
 step "Building the guest kernel, initramfs and root image (out/artifacts)"
-scripts/build-artifacts.sh
+BERTH_PINS=build scripts/build-artifacts.sh
 step "Installing them into ~/.berth/vm (berth vm install)"
 build/src/berth/berth vm install --from out/artifacts --no-download --vmm build/src/berth-vmm/berth-vmm
 step "Checking the host (berth doctor --sandbox vm)"
 build/src/berth/berth doctor --sandbox vm
-step "Booting the VM to a clean power-off (berth-vmm run)"
-console=$(mktemp)
-start=$(date +%s%3N)
-build/src/berth-vmm/berth-vmm run --console "$console"
-end=$(date +%s%3N)
-sed 's/^/    guest: /' "$console" | grep -E 'berth-init|Power' || true
-rm -f "$console"
-printf '\nBooted the pinned kernel and image and powered off cleanly in %d ms.\n' $((end - start))
+step "Booting apps/notes in a VM (berth dev) and calling it (berth rpc)"
+berth=$PWD/build/src/berth/berth
+log=$(mktemp)
+(cd apps/notes && exec "$berth" dev >"$log" 2>&1) &
+dev=$!
+trap 'kill -INT $dev 2>/dev/null; wait $dev 2>/dev/null; rm -f "$log"' EXIT
+for _ in $(seq 900); do
+	grep -q '^VM ready in' "$log" && break
+	kill -0 $dev 2>/dev/null || { cat "$log"; exit 1; }
+	sleep 0.2
+done
+sed 's/^/    /' "$log"
+echo '$ berth rpc notes --export add_note --input '"'"'{"text":"hello from the main job"}'"'"
+"$berth" rpc notes --export add_note --input '{"text":"hello from the main job"}'
+echo '$ berth rpc notes --export list_notes'
+"$berth" rpc notes --export list_notes
+echo '$ berth vm status'
+"$berth" vm status
+step "Stopping it (Ctrl-C to berth dev)"
+kill -INT $dev
+wait $dev || true
+tail -2 "$log" | sed 's/^/    /'
+trap - EXIT
+rm -f "$log"
+printf '\nDone: built, installed, checked, booted apps/notes, called it and stopped it.\n'

@@ -14,8 +14,13 @@ packages=(
 	# running VMs
 	qemu-system-x86
 	# tests
-	nodejs npm curl
+	curl
 )
+# Node.js and npm: the machine's own if it has them (another repository may provide a
+# newer Node.js with npm built in), else Debian's.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	packages+=(nodejs npm)
+fi
 
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""App benchmark, all measured in one run on the same machine:
+
+  * VM ready for apps/notes: `berth dev` to its "VM ready" line, split into bundle and
+    boot as berth dev reports them, against the bare boot of the same pinned kernel with a
+    trivial init (bench/boot.py's baseline), as a ratio;
+  * reload: an edited export until "Reloaded in";
+  * RPC round trip: the median of many list_notes calls on one connection to the VM's
+    rpc-0.sock, against a plain unix-socket echo of the same line in this process.
+
+Usage: bench/apps.py [-n RUNS] [--calls N] [--json]  (artifacts installed in BERTH_HOME or
+~/.berth, e.g. by scripts/main-job.sh)
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import boot as bootbench  # noqa: E402
+
+ROOT = bootbench.ROOT
+BERTH = bootbench.BERTH
+
+
+def dev_start(app_dir, env):
+    t0 = time.monotonic()
+    p = subprocess.Popen([BERTH, "dev"], cwd=app_dir, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in p.stdout:
+        lines.append(line)
+        m = re.match(r"VM ready in (\d+) ms \(bundle (\d+) ms, (\w+), boot (\d+) ms\)", line)
+        if m:
+            return p, time.monotonic() - t0, int(m.group(2)), int(m.group(4)), lines
+    raise RuntimeError("berth dev ended before the VM was ready:\n" + "".join(lines))
+
+
+def dev_stop(p):
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+
+
+def wait_line(p, pattern, timeout=300):
+    deadline = time.monotonic() + timeout
+    for line in p.stdout:
+        m = re.search(pattern, line)
+        if m:
+            return m
+        if time.monotonic() > deadline:
+            break
+    raise RuntimeError(f"no line matching {pattern}")
+
+
+def rpc_latencies(sock_path, calls):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock_path)
+    f = s.makefile("rb")
+    out = []
+    for i in range(calls):
+        line = json.dumps({"id": str(i), "export": "list_notes"}).encode() + b"\n"
+        t0 = time.perf_counter()
+        s.sendall(line)
+        f.readline()
+        out.append(time.perf_counter() - t0)
+    s.close()
+    return out
+
+
+def echo_latencies(calls):
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "echo.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve():
+        c, _ = srv.accept()
+        f = c.makefile("rb")
+        for line in f:
+            c.sendall(line)
+
+    threading.Thread(target=serve, daemon=True).start()
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    f = s.makefile("rb")
+    out = []
+    for i in range(calls):
+        line = json.dumps({"id": str(i), "export": "list_notes"}).encode() + b"\n"
+        t0 = time.perf_counter()
+        s.sendall(line)
+        f.readline()
+        out.append(time.perf_counter() - t0)
+    s.close()
+    shutil.rmtree(d)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=3)
+    ap.add_argument("--calls", type=int, default=500)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    home = os.environ.get("BERTH_HOME") or os.path.expanduser("~/.berth")
+    env = dict(os.environ, BERTH_HOME=home)
+    work = tempfile.mkdtemp(prefix="berth-bench-apps.")
+    try:
+        app = os.path.join(work, "notes")
+        shutil.copytree(os.path.join(ROOT, "apps/notes"), app)
+        initrd = bootbench.build_trivial_initrd(work)
+        argv, vm = bootbench.engine_argv(home, "bench-probe")
+        kernel = os.path.join(home, "vm/kernel/sha256", vm["measurements"]["kernel"]["sha256"], "vmlinux")
+        argv = [kernel if a.startswith("/proc/self/fd/") and argv[i - 1] == "-kernel" else a
+                for i, a in enumerate(argv)]
+        ready, bundle, boot, bare, reload = [], [], [], [], []
+        for i in range(args.n):
+            bare.append(bootbench.bare_boot({"argv": argv}, initrd))
+            p, t, b, bt, _ = dev_start(app, env)
+            ready.append(t)
+            bundle.append(b / 1000)
+            boot.append(bt / 1000)
+            if i == 0:
+                rpc = rpc_latencies(os.path.join(home, "run/vm/berth-dev-notes/rpc-0.sock"), args.calls)
+                echo = echo_latencies(args.calls)
+            src = os.path.join(app, "src/index.ts")
+            text = open(src).read()
+            open(src, "w").write(text.replace("completed: false };", f"completed: false }}; // {i}", 1)
+                                 .replace("return { id: note.id };", f"return {{ id: note.id, n: {i} }};" if False else "return { id: note.id };"))
+            open(src, "a").write(f"\nexport const benchmarkRevision = {i};\n")
+            m = wait_line(p, r"Reloaded in (\d+) ms")
+            reload.append(int(m.group(1)) / 1000)
+            dev_stop(p)
+        med = lambda xs: round(statistics.median(xs) * 1000)
+        result = {
+            "runs": args.n,
+            "accelerator": vm["accelerator"],
+            "bareKernelBootMedianMs": med(bare),
+            "notesReadyMedianMs": med(ready),
+            "notesBundleMedianMs": med(bundle),
+            "notesBootMedianMs": med(boot),
+            "readyOverBareRatio": round(statistics.median(ready) / statistics.median(bare), 2),
+            "reloadMedianMs": med(reload),
+            "rpcCalls": args.calls,
+            "rpcRoundTripMedianUs": round(statistics.median(rpc) * 1e6),
+            "unixEchoRoundTripMedianUs": round(statistics.median(echo) * 1e6),
+            "rpcOverEchoRatio": round(statistics.median(rpc) / statistics.median(echo), 1),
+        }
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"apps benchmark ({args.n} runs, {result['accelerator']}, {os.cpu_count()} CPUs)")
+            print(f"  bare kernel boot (trivial init)   median {result['bareKernelBootMedianMs']} ms")
+            print(f"  notes: berth dev to VM ready      median {result['notesReadyMedianMs']} ms"
+                  f"  (bundle {result['notesBundleMedianMs']} ms, boot {result['notesBootMedianMs']} ms),"
+                  f" {result['readyOverBareRatio']}x the bare boot")
+            print(f"  reload after an edited export     median {result['reloadMedianMs']} ms")
+            print(f"  RPC round trip (list_notes)       median {result['rpcRoundTripMedianUs']} us over {args.calls} calls")
+            print(f"  unix-socket echo, same line       median {result['unixEchoRoundTripMedianUs']} us"
+                  f"  (RPC is {result['rpcOverEchoRatio']}x)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

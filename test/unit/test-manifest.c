@@ -530,9 +530,9 @@ TEST(exports)
 	ASSERT_ISSUE(HEAD "exports:\n  - name: \"f\\0\"\n",
 		     "berth.yml:4 exports.0.name: export name must not contain a NUL byte");
 	/* Every IOSpec type name. */
-	parse_ok(
+	manifest_free(parse_ok(
 		HEAD
-		"exports:\n  - name: f\n    input: {a: string, b: number, c: boolean, d: object, e: array}\n    output: {}\n");
+		"exports:\n  - name: f\n    input: {a: string, b: number, c: boolean, d: object, e: array}\n    output: {}\n"));
 }
 
 TEST(governs_needs_evaluate_action)

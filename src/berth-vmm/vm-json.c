@@ -86,9 +86,12 @@ int vmm_write_state(Vmm *v, const char *state)
 			    json_string(cmdline ? cmdline : ""));
 	if (v->state_fd >= 0)
 		json_object_set_new(measurements, "state",
-				    json_pack("{s:s, s:I, s:b}", "path", v->args.state, "sizeBytes",
-					      (json_int_t)v->state_size, "created",
-					      v->state_created));
+				    json_pack("{s:s, s:I, s:b, s:s, s:i, s:I, s:I}", "path",
+					      v->args.state, "sizeBytes", (json_int_t)v->state_size,
+					      "created", v->state_created, "chunkedSha256",
+					      v->state_sha256, "chunkBytes", 1048576, "hashedBytes",
+					      (json_int_t)v->state_hashed_bytes, "hashMs",
+					      (json_int_t)v->state_hash_ms));
 	endpoints = endpoints_json(v);
 	doc = json_pack(
 		"{s:i, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}",

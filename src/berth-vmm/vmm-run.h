@@ -54,6 +54,9 @@ typedef struct Vmm {
 	int state_fd;
 	bool state_created;
 	uint64_t state_size;
+	char state_sha256[65]; /* chunked digest at boot (see sha256_chunked_fd_hex()) */
+	uint64_t state_hashed_bytes;
+	long state_hash_ms;
 	int secrets_fd;
 	VmConfig vm;
 	Engine engine;

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -106,4 +108,60 @@ int sha256_hex_valid(const char *s)
 		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
 			return 0;
 	return 1;
+}
+
+static int sha256_raw(const void *data, size_t len, unsigned char out[SHA256_DIGEST_BYTES])
+{
+	unsigned int n = 0;
+
+	return EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) == 1 && n == SHA256_DIGEST_BYTES
+		       ? 0
+		       : -EIO;
+}
+
+int sha256_chunked_fd_hex(int fd, uint64_t chunk, char ret_hex[SHA256_HEX_LEN + 1],
+			  uint64_t *ret_hashed_bytes)
+{
+	_cleanup_(sha256_freep) Sha256 *outer = sha256_new();
+	_cleanup_free_ unsigned char *buf = NULL;
+	unsigned char zero_md[SHA256_DIGEST_BYTES], md[SHA256_DIGEST_BYTES];
+	uint64_t size, hashed = 0;
+	struct stat st;
+	int r;
+
+	if (!outer || chunk == 0 || chunk > (64u << 20))
+		return outer ? -EINVAL : -ENOMEM;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	size = (uint64_t)st.st_size;
+	buf = calloc(1, chunk);
+	if (!buf)
+		return -ENOMEM;
+	r = sha256_raw(buf, chunk, zero_md);
+	if (r < 0)
+		return r;
+	for (uint64_t off = 0; off < size; off += chunk) {
+		size_t len = (size_t)MIN(chunk, size - off);
+		off_t data = lseek(fd, (off_t)off, SEEK_DATA);
+
+		/* No data in [off, off+len): the chunk is a hole, all zeros. */
+		if (len == chunk &&
+		    ((data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= off + len))) {
+			r = sha256_update(outer, zero_md, sizeof(zero_md));
+		} else {
+			ssize_t n = pread(fd, buf, len, (off_t)off);
+
+			if (n != (ssize_t)len)
+				return n < 0 ? -errno : -EIO;
+			hashed += len;
+			r = sha256_raw(buf, len, md);
+			if (r >= 0)
+				r = sha256_update(outer, md, sizeof(md));
+		}
+		if (r < 0)
+			return r;
+	}
+	if (ret_hashed_bytes)
+		*ret_hashed_bytes = hashed;
+	return sha256_final_hex(outer, ret_hex);
 }

@@ -27,3 +27,13 @@ int sha256_buffer_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN 
 int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size);
 /* True when @s is 64 lowercase hex digits. */
 int sha256_hex_valid(const char *s);
+
+/*
+ * sha256_chunked_fd_hex() - the digest of a (sparse) disk image: the sha256 of the
+ * concatenated binary sha256s of its consecutive @chunk-byte chunks (the last one short).
+ * Holes are known to read as zeros, so a chunk that lies wholly in a hole takes the
+ * precomputed digest of a zero chunk instead of being read. *@ret_hashed_bytes (may be
+ * NULL) gets how many bytes were actually read.
+ */
+int sha256_chunked_fd_hex(int fd, uint64_t chunk, char ret_hex[SHA256_HEX_LEN + 1],
+			  uint64_t *ret_hashed_bytes);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "digest.h"
@@ -43,6 +44,36 @@ TEST(sha256_hex_valid)
 		"E3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
 	ASSERT_FALSE(sha256_hex_valid("e3b0"));
 	ASSERT_FALSE(sha256_hex_valid(NULL));
+}
+
+TEST(chunked_digest_sparse_equals_dense)
+{
+	char sparse[] = "/tmp/berth-test-sparse-XXXXXX", dense[] = "/tmp/berth-test-dense-XXXXXX";
+	char a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1];
+	static char zeros[1 << 20];
+	uint64_t hashed_a = 0, hashed_b = 0;
+	int fa = mkstemp(sparse), fb = mkstemp(dense);
+
+	ASSERT_TRUE(fa >= 0 && fb >= 0);
+	unlink(sparse);
+	unlink(dense);
+	/* 4 MiB: data only in the third MiB of the sparse one; the dense one written in full. */
+	ASSERT_OK(ftruncate(fa, 4 << 20));
+	ASSERT_EQ(pwrite(fa, "hello", 5, (2 << 20) + 7), 5);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(write(fb, zeros, sizeof(zeros)), sizeof(zeros));
+	ASSERT_EQ(pwrite(fb, "hello", 5, (2 << 20) + 7), 5);
+	ASSERT_OK(sha256_chunked_fd_hex(fa, 1 << 20, a, &hashed_a));
+	ASSERT_OK(sha256_chunked_fd_hex(fb, 1 << 20, b, &hashed_b));
+	ASSERT_STREQ(a, b);
+	ASSERT_TRUE(hashed_a < hashed_b);
+	ASSERT_EQ(hashed_b, 4 << 20);
+	/* and a byte changed changes it */
+	ASSERT_EQ(pwrite(fb, "j", 1, (2 << 20) + 7), 1);
+	ASSERT_OK(sha256_chunked_fd_hex(fb, 1 << 20, b, NULL));
+	ASSERT_FALSE(strcmp(a, b) == 0);
+	close(fa);
+	close(fb);
 }
 
 int main(void)

@@ -23,7 +23,9 @@
 #include "log.h"
 #include "macros.h"
 #include "mux-io.h"
+#include "paths.h"
 #include "rundir.h"
+#include "vm-client.h"
 #include "vmm-run.h"
 
 #define PENDING_MAX 64
@@ -31,6 +33,7 @@
 #define CONNECT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define STOP_TIMEOUT_USEC (20 * USEC_PER_SEC)
 #define SETTLE_USEC (200 * USEC_PER_MSEC)
+#define EVIDENCE_EVENTS_MAX 8192
 
 typedef struct Listener {
 	struct Serve *serve;
@@ -59,6 +62,7 @@ typedef struct Serve {
 	bool booted, powered_off, stop_requested, qemu_gone;
 	int guest_exit_code;
 	int qemu_code, qemu_status;
+	json_t *evidence; /* the guest's boot events, in order */
 	int exit_code;
 	char state[32];
 } Serve;
@@ -155,6 +159,10 @@ static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
 		return;
 	}
 	log_info("guest: %.*s", (int)MIN(len, (size_t)4096), line);
+	/* Every boot event is evidence for berth attest; the guest replays them all on each
+	 * new session, so the list restarts then (see on_mux_state()). */
+	if (json_array_size(s->evidence) < EVIDENCE_EVENTS_MAX)
+		json_array_append(s->evidence, o);
 	if (streq(event, "boot_complete") && !s->booted) {
 		s->booted = true;
 		set_state(s, "running");
@@ -209,6 +217,7 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 		log_info("guest channel up (epoch %u)", mux_get_epoch(mux_io_get_mux(io)));
 		line_conn_free(s->events);
 		s->events = NULL;
+		json_array_clear(s->evidence);
 		if (open_event_stream(s) < 0)
 			log_warning("cannot follow the guest's boot events");
 		if (s->stop_requested)
@@ -391,9 +400,36 @@ static int start(Serve *s)
 				    s);
 }
 
+/*
+ * What berth attest needs once the VM is gone: vm.json (measurements, configuration, host
+ * sandbox, share digests) and the guest's events (kernel, LSMs, policies, agent-init
+ * reports, power-off), in ~/.berth/runs/<boot id>/evidence.json (0600).
+ */
+static void write_evidence(Serve *s)
+{
+	_cleanup_free_ char *dir = NULL, *path = NULL, *text = NULL, *home = berth_home();
+	_cleanup_(json_decrefp) json_t *doc = NULL;
+	json_t *vm = vm_json_load(s->vmm->run_dir);
+
+	if (!home || asprintf(&dir, "%s/runs/%s", home, s->vmm->boot_id) < 0 ||
+	    asprintf(&path, "%s/evidence.json", dir) < 0 || mkdir_p(dir, 0700) < 0) {
+		json_decref(vm);
+		log_warning("cannot record the boot evidence of %s", s->vmm->boot_id);
+		return;
+	}
+	doc = json_pack("{s:i, s:s, s:s, s:o, s:O, s:s}", "schema", 1, "kind",
+			"berth.boot-evidence", "bootId", s->vmm->boot_id, "vm",
+			vm ? vm : json_null(), "events", s->evidence, "final", s->state);
+	text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+	if (!text || write_file_atomic(path, text, strlen(text), 0600) < 0)
+		log_warning("cannot write %s", path);
+	else
+		log_info("boot evidence in %s", path);
+}
+
 int vmm_serve(Vmm *v, int ready_fd)
 {
-	Serve s = {.vmm = v};
+	Serve s = {.vmm = v, .evidence = json_array()};
 	int r;
 
 	r = start(&s);
@@ -409,6 +445,8 @@ int vmm_serve(Vmm *v, int ready_fd)
 	}
 	report_ready(&s, ready_fd);
 	r = ev_loop(s.loop);
+	write_evidence(&s);
+	json_decref(s.evidence);
 	for (size_t i = 0; i < s.n_pending; i++)
 		close(s.pending[i].fd);
 	line_conn_free(s.events);

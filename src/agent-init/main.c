@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * agent-init <command> [args...]: confine this process the way the app's capability policy
+ * says, then exec the command (SPEC 4). Two phases:
+ *
+ *   prepare: everything that can fail or allocate. Read the policy, create the write paths,
+ *            build the Landlock ruleset and compile the seccomp filters, resolve the command,
+ *            format every line the second phase will print. Nothing is restricted yet, so a
+ *            refusal here simply exits 1 and the app never runs.
+ *   confine_and_exec(): the irreversible part, straight-line, any failure is _exit(1).
+ *
+ * See docs/confinement.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "config.h"
+#include "fileio.h"
+#include "filters.h"
+#include "macros.h"
+#include "missing-landlock.h"
+#include "policy.h"
+#include "ruleset.h"
+
+#define DEFAULT_POLICY_PATH ".berth/capability-policy.json"
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+extern char **environ;
+
+typedef enum Step {
+	STEP_CAPABILITIES,
+	STEP_IDENTITY,
+	STEP_FDS,
+	STEP_NO_NEW_PRIVS,
+	STEP_LANDLOCK,
+	STEP_SECCOMP_BASE,
+	STEP_SECCOMP_DATAGRAM,
+	_STEP_MAX,
+	_STEP_INVALID = -EINVAL,
+} Step;
+
+static const char *const step_names[_STEP_MAX] = {
+	[STEP_CAPABILITIES] = "dropping capabilities",
+	[STEP_IDENTITY] = "switching to the app uid",
+	[STEP_FDS] = "marking inherited file descriptors close-on-exec",
+	[STEP_NO_NEW_PRIVS] = "setting no_new_privs",
+	[STEP_LANDLOCK] = "landlock_restrict_self()",
+	[STEP_SECCOMP_BASE] = "loading the namespace seccomp filter",
+	[STEP_SECCOMP_DATAGRAM] = "loading the network seccomp filter",
+};
+
+/* What confine_and_exec() needs, all of it ready before the first restriction. */
+typedef struct Confinement {
+	char **argv;
+	char *exec_path;
+	const char *app;
+	const char *boot_id;
+	int64_t now;
+	AppIdentity id;
+	int cap_last;
+	int ruleset_fd; /* -EBADF: nothing to restrict with (no policy, or ABI 0) */
+	Filters filters;
+	/* The lines each step prints once it has succeeded. */
+	char *caps_lines, *uid_lines, *landlock_lines, *seccomp_base_lines, *seccomp_datagram_lines;
+} Confinement;
+
+static void emit(const char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+
+	while (len > 0) {
+		ssize_t n = write(STDERR_FILENO, s, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		s += n;
+		len -= (size_t)n;
+	}
+}
+
+static _printf_(1, 2) void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("[agent-init] ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static _printf_(1, 2) char *format(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* Log lines are records: no control characters, and valid UTF-8 for the JSON ones. */
+static char *printable(const char *s)
+{
+	char *copy = strdup(s ?: "");
+
+	for (char *p = copy; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	return copy;
+}
+
+/* The refusal of SPEC 4.5.1: an audit line, a FATAL line, exit 1. Nothing is restricted. */
+static _noreturn_ void refuse(const char *app, int64_t now, bool required, const char *reason)
+{
+	_cleanup_free_ char *r = printable(reason);
+
+	emit(audit_enforcement_refused(app, r ?: "out of memory", now));
+	if (required)
+		say("FATAL: BERTH_REQUIRE_ENFORCEMENT is set but %s for \"%s\" — refusing to exec unrestricted.",
+		    r ?: "out of memory", app);
+	else
+		say("FATAL: %s for \"%s\" — refusing to exec.", r ?: "out of memory", app);
+	exit(EXIT_FAILURE);
+}
+
+/*
+ * A step of the irreversible sequence failed: its audit line (when it has one) with the
+ * error, the refusal, _exit. Some restrictions may already be in place, which is why this
+ * never returns and never execs.
+ */
+static _noreturn_ void die(const Confinement *c, Step step, int error, const char *detail)
+{
+	_cleanup_free_ char *reason =
+		format("%s failed: %s", step_names[step], detail ?: strerror(error));
+	const char *why = reason ?: "out of memory";
+
+	if (step == STEP_CAPABILITIES)
+		emit(audit_capabilities_dropped(c->boot_id, c->app, false, c->now));
+	else if (step == STEP_IDENTITY)
+		emit(audit_app_uid(c->boot_id, c->app, c->id.uid, c->id.gid, false, why, c->now));
+	else if (step == STEP_SECCOMP_BASE)
+		emit(audit_seccomp("namespace_seccomp_filter", c->boot_id, c->app, false, why,
+				   c->now));
+	else if (step == STEP_SECCOMP_DATAGRAM)
+		emit(audit_seccomp("network_seccomp_filter", c->boot_id, c->app, false, why,
+				   c->now));
+	emit(audit_enforcement_refused(c->app, why, c->now));
+	say("FATAL: %s for \"%s\" — refusing to exec.", why, c->app);
+	_exit(EXIT_FAILURE);
+}
+
+static int capabilities_clear_inheritable(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(d); i++)
+		d[i].inheritable = 0;
+	return RET_NERRNO((int)syscall(SYS_capset, &h, d));
+}
+
+/* getresuid()/getresgid() say the app identity in all three slots, and root is gone for
+ * good: setuid(0) and setgid(0) fail. */
+static bool identity_is_final(const AppIdentity *id)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+		return false;
+	if (ru != id->uid || eu != id->uid || su != id->uid || rg != id->gid || eg != id->gid ||
+	    sg != id->gid)
+		return false;
+	return setuid(0) < 0 && setgid(0) < 0;
+}
+
+/*
+ * The irreversible sequence (STYLE 3.8). Everything it uses was prepared; every failure is
+ * _exit(1) through die(). Order: capabilities (the bounding set needs CAP_SETPCAP, which
+ * the uid change takes away), identity, fds, no_new_privs, Landlock, seccomp last, exec.
+ */
+static _noreturn_ void confine_and_exec(const Confinement *c)
+{
+	/* 1. Empty the bounding set and clear ambient and inheritable: no capability survives
+	 *    the exec, whether or not the app stays root. */
+	for (int cap = 0; cap <= c->cap_last; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			die(c, STEP_CAPABILITIES, errno, NULL);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		die(c, STEP_CAPABILITIES, errno, NULL);
+	if (capabilities_clear_inheritable() < 0)
+		die(c, STEP_CAPABILITIES, errno, NULL);
+	emit(c->caps_lines);
+
+	/* 2. Groups, gid, uid, in that order: each needs the privilege the next removes. */
+	if (c->id.set) {
+		if (setgroups(c->id.n_groups, c->id.groups) < 0 ||
+		    setresgid(c->id.gid, c->id.gid, c->id.gid) < 0 ||
+		    setresuid(c->id.uid, c->id.uid, c->id.uid) < 0)
+			die(c, STEP_IDENTITY, errno, NULL);
+		if (!identity_is_final(&c->id))
+			die(c, STEP_IDENTITY, EPERM,
+			    "the uid change did not take or is reversible (setuid(0) succeeded)");
+	}
+	emit(c->uid_lines);
+
+	/* 3. Only stdin, stdout and stderr reach the app. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		die(c, STEP_FDS, errno, NULL);
+
+	/* 4. No setuid binary or file capability can undo steps 1 and 2; also what lets an
+	 *    unprivileged process use Landlock and seccomp. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die(c, STEP_NO_NEW_PRIVS, errno, NULL);
+
+	/* 5. Landlock: the ruleset's fd is close-on-exec. */
+	if (c->ruleset_fd >= 0 && missing_landlock_restrict_self(c->ruleset_fd, 0) < 0)
+		die(c, STEP_LANDLOCK, errno, NULL);
+	emit(c->landlock_lines);
+
+	/* 6. seccomp last: it only refuses calls this sequence no longer makes, and lets
+	 *    execve through. */
+	if (seccomp_program_load(&c->filters.base) < 0)
+		die(c, STEP_SECCOMP_BASE, errno, NULL);
+	emit(c->seccomp_base_lines);
+	if (c->filters.datagram.insns && seccomp_program_load(&c->filters.datagram) < 0)
+		die(c, STEP_SECCOMP_DATAGRAM, errno, NULL);
+	emit(c->seccomp_datagram_lines);
+
+	execve(c->exec_path, c->argv, environ);
+	say("failed to exec \"%s\": %s", c->argv[0], strerror(errno));
+	_exit(EXIT_FAILURE);
+}
+
+/* --- prepare ---------------------------------------------------------------------- */
+
+/* The command as execvp() would find it, found now rather than after the restrictions. */
+static int resolve_command(const char *cmd, char **ret)
+{
+	const char *path = getenv("PATH");
+	int r = -ENOENT;
+
+	if (strchr(cmd, '/')) {
+		*ret = strdup(cmd);
+		return !*ret ? -ENOMEM : access(cmd, F_OK) < 0 ? -errno : 0;
+	}
+	if (!path || !*path)
+		path = DEFAULT_PATH;
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		/* An empty PATH entry means the current directory, as for execvp(). */
+		_cleanup_free_ char *candidate =
+			end > p ? format("%.*s/%s", (int)(end - p), p, cmd) : format("./%s", cmd);
+		struct stat st;
+
+		if (!candidate)
+			return -ENOMEM;
+		if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(candidate, X_OK) == 0) {
+				*ret = TAKE_PTR(candidate);
+				return 0;
+			}
+			r = -EACCES;
+		}
+		if (!*end)
+			return r;
+		p = end;
+	}
+}
+
+static bool have_setpcap(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+
+	return syscall(SYS_capget, &h, d) == 0 && (d[0].effective & (1U << CAP_SETPCAP));
+}
+
+static int capability_last(void)
+{
+	int cap = 0;
+
+	while (cap < 64 && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0)
+		cap++;
+	return cap - 1;
+}
+
+static int load_policy(const char *path, AgentPolicy *ret, char **reterr_message)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	*reterr_message = NULL;
+	r = read_full_file(path, POLICY_FILE_SIZE_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	return agent_policy_parse(text, len, ret, reterr_message);
+}
+
+static char *join(const json_t *a, const char *empty)
+{
+	char *buf = NULL;
+	size_t size = 0, i;
+	FILE *f = open_memstream(&buf, &size);
+	json_t *v;
+
+	if (!f)
+		return NULL;
+	json_array_foreach(a, i, v) {
+		_cleanup_free_ char *s = printable(json_string_value(v));
+
+		fprintf(f, "%s%s", i > 0 ? ", " : "", s ?: "?");
+	}
+	if (json_array_size(a) == 0)
+		fputs(empty, f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static char *capabilities_lines(const Confinement *c)
+{
+	_cleanup_free_ char *audit = audit_capabilities_dropped(c->boot_id, c->app, true, c->now);
+
+	if (!audit)
+		return NULL;
+	return format(
+		"[agent-init] capabilities: bounding set emptied, inheritable and ambient cleared — none survives the exec\n%s",
+		audit);
+}
+
+static char *identity_lines(const Confinement *c)
+{
+	_cleanup_free_ char *groups = NULL, *audit = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	if (!c->id.set)
+		return audit_app_uid(c->boot_id, c->app, 0, 0, false,
+				     "no BERTH_APP_UID — running as root", c->now);
+	f = open_memstream(&groups, &size);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < c->id.n_supplementary; i++)
+		fprintf(f, "%s%u", i > 0 ? ", " : "", c->id.supplementary[i]);
+	if (fclose(f) != 0)
+		return NULL;
+	audit = audit_app_uid(c->boot_id, c->app, c->id.uid, c->id.gid, true, "irreversible",
+			      c->now);
+	if (!audit)
+		return NULL;
+	return format(
+		"[agent-init] running \"%s\" as uid %u (gid %u, supplementary [%s]) — no longer root\n%s",
+		c->app, c->id.uid, c->id.gid, groups, audit);
+}
+
+static char *landlock_lines(const Confinement *c, const AgentPolicy *p, const Ruleset *rs)
+{
+	const char *status = ruleset_status_to_string(rs->status);
+	_cleanup_free_ char *granted = join(rs->granted_write, "(nothing)"),
+			    *declared = p->doc ? join(p->declared, "none") : NULL, *human = NULL,
+			    *audit =
+				    p->doc ? audit_policy_applied(c->boot_id, p, rs->status, c->now)
+					   : strdup("");
+
+	if (!granted || !audit || (p->doc && !declared))
+		return NULL;
+	if (rs->status == RULESET_NOT_ENFORCED)
+		human = format(
+			"[agent-init] NOT RESTRICTED \"%s\" — %s; the declared capabilities are recorded but not enforced (declared capabilities: %s)\n",
+			c->app,
+			p->doc ? "this kernel cannot apply a Landlock ruleset (Landlock ABI 0)"
+			       : "no capability policy was applied",
+			declared ?: "unknown");
+	else
+		human = format(
+			"[agent-init] restricted \"%s\" (%s) — write access allowed only under: %s (declared capabilities: %s)\n",
+			c->app, status, granted, declared);
+	if (!human)
+		return NULL;
+	return format(
+		"[agent-init] landlock restrict_self() status: ruleset=%s no_new_privs=true\n%s%s",
+		status, human, audit);
+}
+
+static char *seccomp_base_lines(const Confinement *c)
+{
+	_cleanup_free_ char *audit = audit_seccomp("namespace_seccomp_filter", c->boot_id, c->app,
+						   true, "new_namespaces_denied", c->now);
+
+	if (!audit)
+		return NULL;
+	return format(
+		"[agent-init] seccomp: new namespaces, io_uring, AF_VSOCK, ptrace, bpf, keyrings, modules, mounts, kexec and perf_event_open refused for \"%s\"\n%s",
+		c->app, audit);
+}
+
+static char *seccomp_datagram_lines(const Confinement *c, bool have_policy)
+{
+	_cleanup_free_ char *audit = NULL;
+
+	if (!c->filters.datagram.insns)
+		return audit_seccomp(
+			"network_seccomp_filter", c->boot_id, c->app, false,
+			have_policy
+				? "network capability declared — datagram sockets left open for DNS"
+				: "no capability policy — datagram sockets left open",
+			c->now);
+	audit = audit_seccomp("network_seccomp_filter", c->boot_id, c->app, true,
+			      "udp_and_raw_sockets_denied", c->now);
+	if (!audit)
+		return NULL;
+	return format(
+		"[agent-init] no network capability declared — UDP and raw sockets refused by seccomp for \"%s\"\n%s",
+		c->app, audit);
+}
+
+/* Policy and Landlock. Returns the status; refuses (exits) where SPEC 4.5.1 says so. */
+static void prepare_landlock(Confinement *c, bool required, AgentPolicy *p, Ruleset *rs)
+{
+	const char *path = getenv("BERTH_CAPABILITY_POLICY") ?: DEFAULT_POLICY_PATH;
+	_cleanup_free_ char *err = NULL, *reason = NULL, *ppath = printable(path);
+	int r;
+
+	r = load_policy(path, p, &err);
+	if (r >= 0) {
+		c->app = p->app_name;
+		r = ruleset_build(p, &c->id, ruleset_abi(), rs, &err);
+	}
+	if (r < 0) {
+		reason = format("could not apply capability policy from %s (%s)", ppath ?: "?",
+				err ?: strerror(-r));
+		if (required)
+			refuse(c->app, c->now, true, reason);
+		say("WARNING: %s — continuing unrestricted.", reason ?: "out of memory");
+		agent_policy_done(p);
+		c->app = "unknown";
+		*rs = (Ruleset){.fd = -EBADF, .status = RULESET_NOT_ENFORCED};
+		return;
+	}
+	if (rs->missing)
+		say("Landlock ABI %d cannot handle %s, which \"%s\" needs: the ruleset is PartiallyEnforced",
+		    rs->abi, rs->missing, c->app);
+	if (rs->abi > 0 && !rs->scoped)
+		say("Landlock ABI %d has no IPC scoping: abstract unix sockets and signals of other domains stay reachable",
+		    rs->abi);
+	if (required && rs->status != RULESET_FULLY_ENFORCED) {
+		free(reason);
+		reason = format("landlock ruleset status was %s, not FullyEnforced%s%s%s",
+				ruleset_status_to_string(rs->status),
+				rs->missing ? " (this kernel cannot handle " : "",
+				rs->missing ?: "", rs->missing ? ")" : "");
+		refuse(c->app, c->now, true, reason);
+	}
+	c->ruleset_fd = rs->fd;
+}
+
+int main(int argc, char *argv[])
+{
+	bool required = enforcement_required(getenv("BERTH_REQUIRE_ENFORCEMENT"));
+	_cleanup_free_ char *boot_id = printable(getenv("BERTH_BOOT_ID") ?: "unknown");
+	Confinement c = {.app = "unknown", .now = (int64_t)time(NULL), .ruleset_fd = -EBADF};
+	_cleanup_(agent_policy_done) AgentPolicy policy = {};
+	_cleanup_(ruleset_done) Ruleset rs = {.fd = -EBADF};
+	bool have_policy, no_network;
+	int r;
+
+	if (argc < 2) {
+		fputs("[agent-init] usage: agent-init <command> [args...]\n", stderr);
+		return EXIT_FAILURE;
+	}
+	c.argv = argv + 1;
+	c.boot_id = boot_id ?: "unknown";
+	app_identity_parse(getenv("BERTH_APP_UID"), getenv("BERTH_APP_GID"),
+			   getenv("BERTH_APP_SUPPLEMENTARY_GIDS"), &c.id);
+	if (!have_setpcap())
+		refuse(c.app, c.now, false,
+		       "agent-init must run as root (it needs CAP_SETPCAP to empty the capability bounding set)");
+
+	prepare_landlock(&c, required, &policy, &rs);
+	have_policy = policy.doc != NULL;
+	no_network = have_policy && !policy.network_unrestricted &&
+		     json_array_size(policy.network_ports) == 0;
+	r = filters_build(have_policy && !policy.network_unrestricted, no_network, &c.filters);
+	if (r < 0) {
+		_cleanup_free_ char *reason =
+			format("could not build the seccomp filters (%s)", strerror(-r));
+		refuse(c.app, c.now, required, reason);
+	}
+	c.cap_last = capability_last();
+	r = resolve_command(argv[1], &c.exec_path);
+	if (r < 0) {
+		say("failed to exec \"%s\": %s", argv[1], strerror(-r));
+		return EXIT_FAILURE;
+	}
+
+	c.caps_lines = capabilities_lines(&c);
+	c.uid_lines = identity_lines(&c);
+	c.landlock_lines = landlock_lines(&c, &policy, &rs);
+	c.seccomp_base_lines = seccomp_base_lines(&c);
+	c.seccomp_datagram_lines = seccomp_datagram_lines(&c, have_policy);
+	if (!c.caps_lines || !c.uid_lines || !c.landlock_lines || !c.seccomp_base_lines ||
+	    !c.seccomp_datagram_lines)
+		refuse(c.app, c.now, required, "out of memory");
+	fflush(stderr);
+	confine_and_exec(&c);
+}

@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# agent-init on this host's real kernel: small policies, and agent-init-probe trying what a
+# confined app may and may not do. Needs root and Landlock ABI 6 or newer; no VM.
+. "$(dirname "$0")/lib.sh"
+ai=$bld/src/agent-init/agent-init
+ai_test=$bld/src/agent-init/agent-init-test
+[ "$(id -u)" = 0 ] || skip_all "agent-init needs root"
+[ -x "$ai" ] && [ -x "$ai_test" ] || skip_all "build agent-init first"
+abi=$(python3 -c 'import ctypes; print(max(0, ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)))')
+[ "$abi" -ge 6 ] || skip_all "this kernel's Landlock ABI is $abi, the tests need 6"
+
+APP_UID=64101 # the app, and a second app
+OTHER_UID=64102
+T=$(mktemp -d /tmp/berth-agent-init.XXXXXX)
+helpers=()
+cleanup() {
+	for p in "${helpers[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+chmod 0755 "$T"
+mkdir -p "$T/bin" "$T/ws" "$T/outside"
+install -m 0755 "$bld/src/agent-init/agent-init-probe" "$T/bin/probe"
+chown "$APP_UID:$APP_UID" "$T/ws"
+# DAC lets the app write here: whatever refuses it is the ruleset.
+chmod 0777 "$T/outside"
+echo keep >"$T/outside/file"
+chown "$APP_UID:$APP_UID" "$T/outside/file"
+ln -s "$T/outside" "$T/ws/link"
+echo data >"$T/ws/readable"
+
+# Things outside the app's domain: TCP listeners, an abstract unix socket, two sleepers.
+python3 - "$T/helpers" <<'EOF' &
+import os, socket, sys, time
+socks = []
+for _ in range(2):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    socks.append(s)
+free = []
+for _ in range(2):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    free.append(s.getsockname()[1])
+    s.close()
+a = socket.socket(socket.AF_UNIX)
+name = "berth-agent-init-%d" % os.getpid()
+a.bind("\0" + name)
+a.listen(8)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d %d %d %d %s\n" % (socks[0].getsockname()[1], socks[1].getsockname()[1],
+                                  free[0], free[1], name))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(600)
+EOF
+helpers+=($!)
+sleeper() { python3 -c 'import os, sys, time; os.setgid(int(sys.argv[1])); os.setuid(int(sys.argv[1])); time.sleep(600)' "$1" & helpers+=($!); }
+sleeper "$OTHER_UID"
+other_pid=${helpers[-1]}
+sleeper "$APP_UID"
+same_uid_pid=${helpers[-1]}
+for ((i = 0; i < 100; i++)); do [ -f "$T/helpers" ] && break; sleep 0.1; done
+read -r port_open port_closed port_bind port_unbound abstract <"$T/helpers"
+
+# policy NAME JSON-FIELDS: write $T/NAME.json for app "aitest".
+policy() {
+	printf '{"appName":"aitest","declaredCapabilities":[],%s}\n' "$2" >"$T/$1.json"
+}
+# run NAME BINARY POLICY [VAR=VALUE...] -- PROBE-ARGS...: agent-init with a clean
+# environment (enforcement required, app uid set, unless overridden), the probe as the app.
+run() {
+	local name=$1 bin=$2 pol=$3
+	local envs=()
+	shift 3
+	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	rc=0
+	env -i PATH=/usr/bin:/bin BERTH_CAPABILITY_POLICY="$pol" BERTH_REQUIRE_ENFORCEMENT=1 \
+		BERTH_APP_UID=$APP_UID BERTH_APP_GID=$APP_UID BERTH_APP_SUPPLEMENTARY_GIDS=9999,0,x \
+		BERTH_BOOT_ID=boot-e2e "${envs[@]}" "$bin" "$T/bin/probe" "$@" \
+		>"$T/$name.out" 2>"$T/$name.err" 3</dev/null || rc=$?
+	out=$T/$name.out
+	err=$T/$name.err
+}
+# says WHAT LINE: the probe printed exactly LINE.
+says() {
+	if grep -qxF -- "$2" "$out"; then ok "$1"; else not_ok "$1 (wanted: $2)"; diag <"$out"; diag <"$err"; fi
+}
+# logs WHAT TEXT: agent-init's stderr holds TEXT.
+logs() {
+	if grep -qF -- "$2" "$err"; then ok "$1"; else not_ok "$1 (wanted: $2)"; diag <"$err"; fi
+}
+exits() {
+	if [ "$rc" = "$1" ]; then ok "$2 (exit $1)"; else not_ok "$2 (exit $rc, wanted $1)"; diag <"$err"; fi
+}
+# audit PYTHON-ASSERTIONS: the JSON lines of stderr as `ev` (event name -> object), `lines`.
+audit() {
+	local what=$1
+	shift
+	if python3 - "$err" "$@" >"$T/audit.log" 2>&1 <<'EOF'; then ok "$what"; else not_ok "$what"; diag <"$T/audit.log"; diag <"$err"; fi
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+ev = {l["event"]: l for l in lines}
+for l in lines:
+    assert l["source"] == "agent-init", l
+    assert isinstance(l["timestamp"], int), l
+    assert list(l)[:2] == ["source", "event"], l
+for a in sys.argv[2:]:
+    assert eval(a, {"ev": ev, "lines": lines}), a
+EOF
+}
+
+# --- writes, identity, capabilities, seccomp: no network declared -------------------------
+policy writes '"writePaths":["/dev/null","'"$T"'/ws","'"$T"'/made/deep"]'
+run writes "$ai" "$T/writes.json" -- \
+	write="$T/ws/f" write="$T/ws/../outside/f" write="$T/outside/f" write="$T/ws/link/g" \
+	symlink="$T/outside:$T/ws/mylink" write="$T/ws/mylink/h" truncate="$T/outside/file" \
+	truncate="$T/ws/f" mkdir="$T/ws/sub" mkdir="$T/outside/sub" unlink="$T/outside/file" \
+	rename="$T/ws/f:$T/outside/moved" write="$T/made/deep/x" write=/dev/null \
+	ids status fds setuid0 udp udp6 raw packet tcp-socket unix-socket sctp \
+	unshare-user unshare-net unshare-mount clone-newuser setns clone3 fork \
+	io-uring vsock mount="$T/ws" bpf keyctl perf \
+	ptrace="$other_pid" kill="$other_pid" kill="$same_uid_pid" abstract="$abstract" \
+	connect="$port_open" bind="$port_bind"
+exits 0 "the confined app ran"
+says "write inside a declared write path" "write=$T/ws/f: ok"
+says "write through .. out of scope is refused by Landlock" "write=$T/ws/../outside/f: EACCES"
+says "write outside every write path is refused (DAC would allow it)" "write=$T/outside/f: EACCES"
+says "write through a symlink planted inside the scope is refused" "write=$T/ws/link/g: EACCES"
+says "the app may make a symlink inside its scope" "symlink=$T/outside:$T/ws/mylink: ok"
+says "but writing through it is refused" "write=$T/ws/mylink/h: EACCES"
+says "truncate outside the scope is refused" "truncate=$T/outside/file: EACCES"
+says "truncate inside the scope works" "truncate=$T/ws/f: ok"
+says "mkdir inside the scope works" "mkdir=$T/ws/sub: ok"
+says "mkdir outside is refused" "mkdir=$T/outside/sub: EACCES"
+says "unlink outside is refused" "unlink=$T/outside/file: EACCES"
+says "moving a file out of the scope is refused" "rename=$T/ws/f:$T/outside/moved: EACCES"
+says "a missing write path is created and writable" "write=$T/made/deep/x: ok"
+check "directories agent-init created belong to the app" \
+	test "$(stat -c %u:%g "$T/made" "$T/made/deep" | sort -u)" = "$APP_UID:$APP_UID"
+check "an existing write path keeps its owner" test "$(stat -c %u "$T/ws")" = "$APP_UID"
+says "/dev/null stays writable" "write=/dev/null: ok"
+says "the app runs as its uid, gid and supplementary groups (0 and junk dropped)" \
+	"ids: uid=$APP_UID euid=$APP_UID gid=$APP_UID egid=$APP_UID groups=9999,$APP_UID"
+says "no effective capability" "status: CapEff:	0000000000000000"
+says "no permitted capability" "status: CapPrm:	0000000000000000"
+says "the bounding set is empty" "status: CapBnd:	0000000000000000"
+says "no inheritable capability" "status: CapInh:	0000000000000000"
+says "no ambient capability" "status: CapAmb:	0000000000000000"
+says "no_new_privs is set" "status: NoNewPrivs:	1"
+says "a seccomp filter is on" "status: Seccomp:	2"
+says "only stdin, stdout and stderr reach the app" "fds: 0"
+says "setuid(0) fails after the switch" "setuid0: EPERM"
+says "no UDP socket without a network capability" "udp: EPERM"
+says "no UDP over IPv6 either" "udp6: EPERM"
+says "no raw socket" "raw: EPERM"
+says "no packet socket" "packet: EPERM"
+says "TCP sockets can still be made (Landlock decides ports)" "tcp-socket: ok"
+says "unix sockets are untouched" "unix-socket: ok"
+says "no SCTP, which Landlock's port rules do not see" "sctp: EPERM"
+says "unshare(CLONE_NEWUSER) is refused" "unshare-user: EPERM"
+says "unshare(CLONE_NEWNET) is refused" "unshare-net: EPERM"
+says "unshare(CLONE_NEWNS) is refused" "unshare-mount: EPERM"
+says "clone(CLONE_NEWUSER) is refused" "clone-newuser: EPERM"
+says "setns is refused" "setns: EPERM"
+says "clone3 reports ENOSYS so libc falls back to clone" "clone3: ENOSYS"
+says "plain fork still works" "fork: ok"
+says "io_uring_setup reports ENOSYS" "io-uring: ENOSYS"
+says "socket(AF_VSOCK) is refused" "vsock: EPERM"
+says "mount is refused" "mount=$T/ws: EPERM"
+says "bpf is refused" "bpf: EPERM"
+says "keyctl is refused" "keyctl: EPERM"
+says "perf_event_open is refused" "perf: EPERM"
+says "ptrace of another uid's process is refused" "ptrace=$other_pid: EPERM"
+says "signalling another uid's process is refused" "kill=$other_pid: EPERM"
+says "signalling a same-uid process outside the domain is refused (Landlock scope)" "kill=$same_uid_pid: EPERM"
+says "an abstract unix socket outside the domain is out of reach (Landlock scope)" "abstract=$abstract: EPERM"
+says "TCP connect to an undeclared port is refused" "connect=$port_open: EACCES"
+says "TCP bind to an undeclared port is refused" "bind=$port_bind: EACCES"
+logs "restrict_self status line" "[agent-init] landlock restrict_self() status: ruleset=FullyEnforced no_new_privs=true"
+logs "human restricted line" "[agent-init] restricted \"aitest\" (FullyEnforced) — write access allowed only under: /dev/null, $T/ws, $T/made/deep"
+audit "the audit lines are JSON objects in sequence order" \
+	'[l["event"] for l in lines] == ["capabilities_dropped", "app_uid_applied", "capability_policy_applied", "namespace_seccomp_filter", "network_seccomp_filter"]'
+audit "capability_policy_applied has the SPEC fields" \
+	'list(ev["capability_policy_applied"]) == ["source","event","bootId","app","writePaths","readPaths","networkPorts","networkUnrestricted","bindPorts","meshPeers","ruleset","timestamp"]' \
+	'ev["capability_policy_applied"]["ruleset"] == "FullyEnforced"' \
+	'ev["capability_policy_applied"]["bootId"] == "boot-e2e" and ev["capability_policy_applied"]["app"] == "aitest"' \
+	'ev["capability_policy_applied"]["networkPorts"] == [] and ev["capability_policy_applied"]["networkUnrestricted"] is False' \
+	"ev['capability_policy_applied']['writePaths'] == ['/dev/null', '$T/ws', '$T/made/deep']"
+audit "capabilities_dropped, app_uid_applied and the seccomp lines say what happened" \
+	'ev["capabilities_dropped"]["dropped"] is True' \
+	"ev['app_uid_applied']['uid'] == $APP_UID and ev['app_uid_applied']['gid'] == $APP_UID" \
+	'ev["app_uid_applied"]["dropped"] is True and ev["app_uid_applied"]["detail"] == "irreversible"' \
+	'ev["namespace_seccomp_filter"]["applied"] is True and ev["namespace_seccomp_filter"]["detail"] == "new_namespaces_denied"' \
+	'ev["network_seccomp_filter"]["applied"] is True and ev["network_seccomp_filter"]["detail"] == "udp_and_raw_sockets_denied"'
+
+run x32 "$ai" "$T/writes.json" -- x32
+exits 159 "a system call through another ABI's table (x32) kills the app with SIGSYS"
+
+# --- read scoping and TCP ports --------------------------------------------------------------
+policy net '"writePaths":["/dev/null","'"$T"'/ws"],"readPaths":["/usr","/lib","/etc","/proc","/dev","'"$T"'/bin","'"$T"'/ws","'"$T"'/missing"],"networkPorts":['"$port_open"'],"bindPorts":['"$port_bind"']'
+run net "$ai" "$T/net.json" -- \
+	read="$T/ws/readable" read="$T/outside/file" readdir="$T/outside" readdir="$T/ws" \
+	read=/etc/hostname connect="$port_open" connect="$port_closed" bind="$port_bind" \
+	bind="$port_unbound" udp raw
+exits 0 "the app with read scoping and a port ran"
+says "read inside a read path" "read=$T/ws/readable: ok"
+says "read outside every read path is refused" "read=$T/outside/file: EACCES"
+says "listing outside every read path is refused" "readdir=$T/outside: EACCES"
+says "listing a read path works" "readdir=$T/ws: ok"
+says "the read baseline stays readable" "read=/etc/hostname: ok"
+says "TCP connect to the declared port works" "connect=$port_open: ok"
+says "TCP connect to another port is refused" "connect=$port_closed: EACCES"
+says "bind to a bindPorts port works" "bind=$port_bind: ok"
+says "bind to any other port is refused" "bind=$port_unbound: EACCES"
+says "a declared port keeps UDP (DNS)" "udp: ok"
+says "raw sockets need a capability the app no longer has" "raw: EPERM"
+logs "a missing read path is reported" "[agent-init] WARNING: couldn't open \"$T/missing\" to grant read access (No such file or directory) — reads there will be DENIED for the whole life of this process, since the ruleset is about to be sealed. Create the path before boot if the app needs it."
+check "read paths are never created" test ! -e "$T/missing"
+audit "the network filter line says datagrams stay open" \
+	'ev["network_seccomp_filter"]["applied"] is False' \
+	'ev["network_seccomp_filter"]["detail"] == "network capability declared — datagram sockets left open for DNS"' \
+	"ev['capability_policy_applied']['networkPorts'] == [$port_open] and ev['capability_policy_applied']['bindPorts'] == [$port_bind]" \
+	'ev["capability_policy_applied"]["ruleset"] == "FullyEnforced"'
+
+# --- write paths outside the allowed set -------------------------------------------------------
+policy refused '"writePaths":["/etc/berth-agent-init-test","/run/berth/other","/run/berth/aitest/../x","/dev"]'
+run refused "$ai" "$T/refused.json" -- write=/dev/null
+exits 0 "a refused write path is a warning, not a refusal to run"
+logs "the refusal names the path and the allowed prefixes" "[agent-init] WARNING: refusing to create or grant write access to \"/etc/berth-agent-init-test\" — outside the allowed prefixes /workspace, /context, /tmp, /app (plus /run/berth/aitest). Fix the filesystem:write capability in berth.yml."
+logs "another app's run directory is refused" "grant write access to \"/run/berth/other\""
+check "nothing was created for refused paths" test ! -e /etc/berth-agent-init-test -a ! -e /run/berth/other
+logs "refused paths get no rule" "write access allowed only under: (nothing)"
+
+# --- fail closed --------------------------------------------------------------------------------
+marker=$T/ws/app-ran
+run abi3 "$ai_test" "$T/net.json" BERTH_TEST_LANDLOCK_ABI=3 -- write="$marker"
+exits 1 "enforcement required and a port the kernel cannot rule: refused"
+check "the app never ran" test ! -e "$marker" -a ! -s "$out"
+logs "FATAL line" "[agent-init] FATAL: BERTH_REQUIRE_ENFORCEMENT is set but landlock ruleset status was PartiallyEnforced, not FullyEnforced (this kernel cannot handle BindTcp, ConnectTcp) for \"aitest\" — refusing to exec unrestricted."
+audit "capability_enforcement_refused is the one audit line" \
+	'[l["event"] for l in lines] == ["capability_enforcement_refused"]' \
+	'list(lines[0]) == ["source","event","app","reason","timestamp"]' \
+	'lines[0]["app"] == "aitest" and "PartiallyEnforced" in lines[0]["reason"]'
+
+run abi2 "$ai_test" "$T/writes.json" BERTH_TEST_LANDLOCK_ABI=2 -- write="$marker"
+exits 1 "an ABI without Truncate cannot enforce the write set: refused"
+logs "it names the missing right" "(this kernel cannot handle Truncate, BindTcp, ConnectTcp)"
+
+run abi0 "$ai_test" "$T/writes.json" BERTH_TEST_LANDLOCK_ABI=0 -- write="$marker"
+exits 1 "no Landlock at all: refused"
+logs "NotEnforced is named" "landlock ruleset status was NotEnforced, not FullyEnforced"
+check "the app never ran (ABI 2, ABI 0)" test ! -e "$marker"
+
+run abi3-optional "$ai_test" "$T/net.json" BERTH_TEST_LANDLOCK_ABI=3 BERTH_REQUIRE_ENFORCEMENT= -- connect="$port_closed"
+exits 0 "without BERTH_REQUIRE_ENFORCEMENT a partial ruleset runs"
+logs "and says so" "ruleset=PartiallyEnforced"
+logs "human line carries the status" "[agent-init] restricted \"aitest\" (PartiallyEnforced)"
+
+run abi-ignored "$ai" "$T/net.json" BERTH_TEST_LANDLOCK_ABI=0 -- write="$T/ws/prod"
+exits 0 "the production binary ignores BERTH_TEST_LANDLOCK_ABI"
+logs "and enforces fully" "ruleset=FullyEnforced"
+
+run nopolicy "$ai" "$T/does-not-exist.json" -- write="$marker"
+exits 1 "an unreadable policy with enforcement required: refused"
+audit "refused as app unknown" 'lines[0]["event"] == "capability_enforcement_refused" and lines[0]["app"] == "unknown"' \
+	'"could not apply capability policy from" in lines[0]["reason"]'
+check "the app never ran (no policy)" test ! -e "$marker"
+
+printf '{"appName":"aitest","writePaths":[],"writePaths":["/tmp"]}' >"$T/dup.json"
+run dup "$ai" "$T/dup.json" -- write="$marker"
+exits 1 "a policy with a duplicate key is refused"
+logs "the parse error is named" "duplicate object key"
+
+run nopolicy-optional "$ai" "$T/does-not-exist.json" BERTH_REQUIRE_ENFORCEMENT=0 -- ids status unshare-user
+exits 0 "without enforcement required a missing policy runs unrestricted"
+logs "with a warning" "— continuing unrestricted."
+logs "and the NOT RESTRICTED line" "[agent-init] NOT RESTRICTED \"unknown\""
+says "still not root" "ids: uid=$APP_UID euid=$APP_UID gid=$APP_UID egid=$APP_UID groups=9999,$APP_UID"
+says "still no new namespaces" "unshare-user: EPERM"
+
+run root "$ai" "$T/writes.json" BERTH_APP_UID= -- ids status mount="$T/ws"
+exits 0 "no BERTH_APP_UID: the app stays root"
+says "root keeps no capability" "status: CapEff:	0000000000000000"
+says "root's bounding set is empty too" "status: CapBnd:	0000000000000000"
+says "root cannot mount" "mount=$T/ws: EPERM"
+audit "app_uid_applied says so" 'ev["app_uid_applied"]["dropped"] is False' \
+	'ev["app_uid_applied"]["detail"] == "no BERTH_APP_UID — running as root"' \
+	'ev["app_uid_applied"]["uid"] == 0'
+
+rc=0
+"$ai" >"$T/usage.out" 2>"$T/usage.err" || rc=$?
+err=$T/usage.err
+exits 1 "no command"
+logs "usage line" "[agent-init] usage: agent-init <command> [args...]"
+
+rc=0
+env -i BERTH_CAPABILITY_POLICY="$T/writes.json" "$ai" no-such-command-here >"$T/noexec.out" 2>"$T/noexec.err" || rc=$?
+err=$T/noexec.err
+exits 1 "a command that does not exist"
+logs "exec failure line" "[agent-init] failed to exec \"no-such-command-here\""
+
+plan "$tap_n"
+finish

@@ -15,6 +15,8 @@ packages=(
 	qemu-system-x86
 	# tests
 	curl
+	# the Python SDK and its tests (the same packages as in the guest image)
+	python3-yaml python3-pydantic python3-protobuf
 )
 # Node.js and npm: the machine's own if it has them (another repository may provide a
 # newer Node.js with npm built in), else Debian's.

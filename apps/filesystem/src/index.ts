@@ -187,7 +187,7 @@ export default defineApp((app) => {
 
 	app.export({
 		name: "publish_context_event",
-		input: z.object({ topic: z.string().min(1), payload: z.unknown() }),
+		input: z.object({ topic: z.string().min(1), payload: z.unknown().optional() }),
 		handler: async ({ topic, payload }) => {
 			if (!bus) throw new Error("the context bus is not connected yet");
 			await bus.publish(topic, payload);

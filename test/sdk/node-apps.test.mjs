@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Node example apps (SPEC §10), bundled and then driven in-process through the same
+// invokeExport the runtime uses, with a local context bus recording what they publish;
+// plus notes through its runtime over several connections.
+import assert from "node:assert/strict";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { test } from "node:test";
+import { bundleApp, connectRpc, ROOT, SDK, startRuntime, tempDir } from "./helpers.mjs";
+
+const { appRegistry } = await import(join(SDK, "src", "app.mjs"));
+const { invokeExport } = await import(join(SDK, "src", "rpc.mjs"));
+const { createLocalContextBus } = await import(join(SDK, "src", "context-bus.mjs"));
+const { createLocalSemanticFs } = await import(join(SDK, "src", "semantic-fs.mjs"));
+
+const work = tempDir();
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** Bundle an app, import its dist/index.mjs, run its hooks against local stand-ins. */
+async function loadApp(name) {
+	const share = join(work, `${name}-share`);
+	await bundleApp(join(ROOT, "apps", name), share);
+	const mod = await import(pathToFileURL(join(share, "dist", "index.mjs")).href);
+	const reg = appRegistry(mod.default);
+	assert.ok(reg, "default export is a defineApp() result");
+	const bus = createLocalContextBus();
+	const published = [];
+	const origPublish = bus.publish;
+	bus.publish = async (topic, payload) => {
+		published.push([topic, JSON.parse(JSON.stringify(payload ?? null))]);
+		return origPublish(topic, payload);
+	};
+	const manifest = { name, version: "0.1.0", capabilities: [], exports: [] };
+	for (const h of reg.installHooks) await h();
+	for (const h of reg.readyHooks) await h({ contextBus: bus, semanticFs: createLocalSemanticFs(), manifest });
+	let n = 0;
+	const call = (exp, input) => invokeExport(reg, { id: String(++n), export: exp, ...(input === undefined ? {} : { input }) });
+	return { reg, call, published, share };
+}
+
+test("notes: add, list in order, complete, idempotent miss, zod errors", async () => {
+	const ws = join(work, "notes-ws");
+	mkdirSync(ws);
+	process.env.BERTH_WORKSPACE_ROOT = ws;
+	const { call, published } = await loadApp("notes");
+
+	assert.deepEqual((await call("list_notes")).result, { notes: [] }, "missing file lists nothing");
+	const a = (await call("add_note", { text: "buy milk" })).result;
+	assert.match(a.id, UUID_V4);
+	const b = (await call("add_note", { text: "call mum" })).result;
+	const file = JSON.parse(readFileSync(join(ws, "notes.json"), "utf8"));
+	assert.deepEqual(file, [
+		{ id: a.id, text: "buy milk", completed: false },
+		{ id: b.id, text: "call mum", completed: false },
+	]);
+	assert.equal(readFileSync(join(ws, "notes.json"), "utf8"), JSON.stringify(file, null, 2) + "\n", "pretty JSON");
+	assert.deepEqual((await call("list_notes")).result.notes.map((n) => n.text), ["buy milk", "call mum"]);
+
+	assert.deepEqual((await call("complete_note", { id: a.id })).result, { completed: true });
+	assert.equal(JSON.parse(readFileSync(join(ws, "notes.json"), "utf8"))[0].completed, true);
+	assert.deepEqual((await call("complete_note", { id: "does-not-exist" })).result, { completed: false });
+
+	assert.deepEqual(published, [
+		["notes.added", { id: a.id, text: "buy milk" }],
+		["notes.added", { id: b.id, text: "call mum" }],
+		["notes.completed", { id: a.id }],
+	]);
+
+	for (const input of [{}, { text: 5 }]) {
+		const err = JSON.parse((await call("add_note", input)).error);
+		assert.deepEqual(err[0].path, ["text"]);
+		assert.equal(err[0].code, "invalid_type");
+	}
+
+	// Concurrent adds are not lost.
+	await Promise.all(Array.from({ length: 10 }, (_, i) => call("add_note", { text: `n${i}` })));
+	assert.equal((await call("list_notes")).result.notes.length, 12);
+
+	writeFileSync(join(ws, "notes.json"), "{ not json");
+	assert.deepEqual((await call("list_notes")).result, { notes: [] }, "unreadable file lists nothing");
+});
+
+test("notes through its runtime: 7 notes over several connections, one process", async () => {
+	const share = join(work, "notes-rt");
+	await bundleApp(join(ROOT, "apps", "notes"), share);
+	const ws = join(work, "notes-rt-ws");
+	mkdirSync(ws);
+	const sock = join(work, "notes.sock");
+	const rt = await startRuntime(share, { BERTH_RPC_SOCKET: sock, BERTH_WORKSPACE_ROOT: ws }).ready;
+	assert.ok(rt.stderr.includes('[berth:runtime] "notes" ready'), rt.stderr);
+	const clients = await Promise.all([1, 2, 3].map(() => connectRpc(sock)));
+	await Promise.all(Array.from({ length: 7 }, (_, i) => clients[i % 3].call("add_note", { text: `note ${i}` })));
+	const list = (await clients[0].call("list_notes")).result.notes;
+	assert.deepEqual(list.map((n) => n.text).sort(), Array.from({ length: 7 }, (_, i) => `note ${i}`));
+	for (const c of clients) c.close();
+	await rt.stop();
+});
+
+test("filesystem: workspace files, events, truncate, /context, probes", async () => {
+	const ws = join(work, "fs-ws");
+	const ctxDir = join(work, "fs-context");
+	mkdirSync(ws);
+	mkdirSync(ctxDir);
+	process.env.BERTH_WORKSPACE_ROOT = ws;
+	process.env.BERTH_CONTEXT_MOUNT = ctxDir;
+	const { call, published } = await loadApp("filesystem");
+
+	assert.deepEqual(await call("write_file", { path: "allowed.txt", content: "hello from a sandbox" }), { id: "1", result: null });
+	assert.equal(readFileSync(join(ws, "allowed.txt"), "utf8"), "hello from a sandbox");
+	assert.deepEqual(published, [["fs.file_created", { path: "allowed.txt", createdBy: "filesystem" }]]);
+	assert.deepEqual((await call("read_file", { path: "allowed.txt" })).result, { content: "hello from a sandbox" });
+	await call("write_file", { path: "sub/dir/b.txt", content: "b" });
+	assert.deepEqual((await call("list_files")).result, { files: ["allowed.txt", "sub"] });
+	assert.deepEqual((await call("truncate_file", { path: "allowed.txt" })).result, null);
+	assert.equal(readFileSync(join(ws, "allowed.txt"), "utf8"), "");
+	assert.match((await call("read_file", { path: "missing.txt" })).error, /^ENOENT: no such file or directory, open '.*missing\.txt'$/);
+
+	await call("write_context_file", { path: "plan.md", content: "the plan" });
+	assert.deepEqual((await call("read_context_file", { path: "plan.md" })).result, { content: "the plan" });
+	assert.equal((await call("tag_context_file", { path: "plan.md", task: "launch plan", relatedApps: ["notes"] })).result, null);
+	const q = (await call("query_context", { text: "launch" })).result;
+	assert.deepEqual(q.results.map((r) => r.path), ["plan.md"]);
+	assert.equal((await call("publish_context_event", { topic: "custom.topic", payload: { x: 1 } })).result, null);
+	assert.deepEqual(published.at(-1), ["custom.topic", { x: 1 }]);
+
+	// A closed port: refused, and the answer has the documented shape.
+	const closed = net.createServer();
+	await new Promise((r) => closed.listen(0, "127.0.0.1", r));
+	const port = closed.address().port;
+	closed.close();
+	const conn = (await call("probe_network_connect", { host: "127.0.0.1", port })).result;
+	assert.equal(conn.connected, false);
+	assert.match(conn.error, /ECONNREFUSED/);
+	const udp = (await call("probe_network_udp", { host: "127.0.0.1", port })).result;
+	assert.equal(typeof udp.sent, "boolean");
+	const raw = (await call("probe_raw_socket", { host: "127.0.0.1" })).result;
+	assert.equal(typeof raw.opened, "boolean");
+	if (!raw.opened) assert.match(raw.error, /EPERM|not permitted/);
+	const userns = (await call("probe_user_namespace")).result;
+	assert.equal(typeof userns.created, "boolean");
+	assert.equal(typeof userns.regainedCaps, "boolean");
+	if (!userns.created) assert.match(userns.error, /EPERM|not permitted|ENOSPC|EINVAL/);
+
+	// Paths are not sanitised by the app: a symlink or ../ reaches the kernel as given.
+	symlinkSync(join(work, "outside"), join(ws, "escape"));
+	mkdirSync(join(work, "outside"));
+	await call("write_file", { path: "escape/x.txt", content: "x" });
+	assert.equal(readFileSync(join(work, "outside", "x.txt"), "utf8"), "x");
+});
+
+test("hello-world template through its runtime over stdio: ping → pong", async () => {
+	const app = join(work, "hello");
+	mkdirSync(join(app, "src"), { recursive: true });
+	for (const f of ["berth.yml", "package.json", "src/index.ts"])
+		writeFileSync(join(app, f), readFileSync(join(ROOT, "templates", "hello-world", f), "utf8").replaceAll("{{name}}", "hello"));
+	const share = join(work, "hello-share");
+	await bundleApp(app, share);
+	const rt = startRuntime(share, {});
+	await rt.ready;
+	rt.child.stdin.end('{"id":"1","export":"ping"}\n');
+	await rt.exited;
+	assert.equal(rt.stdout, '{"id":"1","result":{"message":"pong"}}\n');
+	assert.ok(rt.stderr.includes('[berth:runtime] "hello" ready'));
+});

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+// sdk/node/bundle.mjs: the CLI contract, deterministic output, native addon refusal and
+// the Python share rules (SPEC §12.3).
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+	cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync,
+} from "node:fs";
+import { join, relative } from "node:path";
+import { test } from "node:test";
+import { FIXTURES, ROOT, SDK, tempDir } from "./helpers.mjs";
+
+const work = tempDir();
+const BUNDLER = join(SDK, "bundle.mjs");
+
+function runBundler(...args) {
+	const r = spawnSync(process.execPath, [BUNDLER, ...args], { encoding: "utf8", timeout: 120000 });
+	const lines = r.stdout.trim().split("\n");
+	return { status: r.status, stdout: r.stdout, stderr: r.stderr, verdict: JSON.parse(lines[lines.length - 1]) };
+}
+
+function tree(dir) {
+	const out = {};
+	const walk = (d) => {
+		for (const name of readdirSync(d).sort()) {
+			const p = join(d, name);
+			const st = statSync(p);
+			if (st.isDirectory()) walk(p);
+			else out[relative(dir, p)] = { sha: createHash("sha256").update(readFileSync(p)).digest("hex"), mode: st.mode & 0o777, mtime: st.mtimeMs };
+		}
+	};
+	walk(dir);
+	return out;
+}
+
+function pythonApp(name, files) {
+	const dir = join(work, name);
+	for (const [rel, content] of Object.entries(files)) {
+		mkdirSync(join(dir, rel, ".."), { recursive: true });
+		writeFileSync(join(dir, rel), content);
+	}
+	return dir;
+}
+
+const PY_YML = "name: py-app\nversion: 0.1.0\nruntime: python\nexports:\n  - name: greet\n";
+
+test("node app: one JSON line, the share's files, exit 0", () => {
+	const out = join(work, "notes-a");
+	const r = runBundler(join(ROOT, "apps", "notes"), out);
+	assert.equal(r.status, 0, r.stdout + r.stderr);
+	assert.equal(r.stdout.trim().split("\n").length, 1);
+	assert.equal(r.verdict.ok, true);
+	assert.deepEqual(r.verdict.files, ["berth.yml", "dist/index.mjs", "proto/context_bus.proto", "runtime.mjs"]);
+	assert.equal(r.verdict.runtime, "node");
+	assert.match(r.verdict.digest, /^[0-9a-f]{64}$/);
+	assert.equal(typeof r.verdict.ms, "number");
+	assert.deepEqual(Object.keys(tree(out)), r.verdict.files);
+	assert.equal(readFileSync(join(out, "berth.yml"), "utf8"), readFileSync(join(ROOT, "apps", "notes", "berth.yml"), "utf8"));
+	const index = readFileSync(join(out, "dist", "index.mjs"), "utf8");
+	assert.ok(!/from\s*["'](zod|@berthos\/sdk)["']/.test(index), "zod and the SDK are inlined");
+	assert.ok(!existsSync(join(out, ".berth-runtime")));
+});
+
+test("deterministic: the same app gives the same bytes, modes and times", () => {
+	const a = join(work, "det-a");
+	const b = join(work, "det-b");
+	const ra = runBundler(join(ROOT, "apps", "filesystem"), a);
+	const rb = runBundler(join(ROOT, "apps", "filesystem"), b);
+	assert.equal(ra.verdict.digest, rb.verdict.digest);
+	assert.deepEqual(tree(a), tree(b));
+	// Rebundling into an earlier bundle's directory replaces it, same result.
+	const again = runBundler(join(ROOT, "apps", "filesystem"), a);
+	assert.equal(again.verdict.digest, ra.verdict.digest);
+	for (const f of Object.values(tree(a))) {
+		assert.equal(f.mode, 0o644);
+		assert.equal(f.mtime, 0);
+	}
+	// A source change changes the digest.
+	const copy = join(work, "fs-copy");
+	cpSync(join(ROOT, "apps", "filesystem"), copy, { recursive: true });
+	writeFileSync(join(copy, "src", "index.ts"), readFileSync(join(copy, "src", "index.ts"), "utf8") + "\nexport const extra = 1;\n");
+	assert.notEqual(runBundler(copy, join(work, "fs-copy-out")).verdict.digest, ra.verdict.digest);
+});
+
+test("native .node addons are refused, naming the file", () => {
+	const app = join(work, "native-app");
+	cpSync(join(ROOT, "templates", "hello-world"), app, { recursive: true });
+	writeFileSync(join(app, "berth.yml"), readFileSync(join(app, "berth.yml"), "utf8").replaceAll("{{name}}", "native-app"));
+	mkdirSync(join(app, "node_modules", "fast-thing", "build"), { recursive: true });
+	writeFileSync(join(app, "node_modules", "fast-thing", "build", "binding.node"), "\x7fELF");
+	writeFileSync(join(app, "node_modules", "fast-thing", "package.json"), '{"name":"fast-thing","main":"build/binding.node"}');
+	writeFileSync(join(app, "src", "index.ts"), 'import "fast-thing";\n' + readFileSync(join(app, "src", "index.ts"), "utf8"));
+	const out = join(work, "native-out");
+	const r = runBundler(app, out);
+	assert.equal(r.status, 1);
+	assert.equal(r.verdict.ok, false);
+	assert.match(r.verdict.error, /native addon node_modules\/fast-thing\/build\/binding\.node cannot be bundled/);
+	assert.ok(!existsSync(out), "nothing written on failure");
+});
+
+test("errors: usage, missing berth.yml, invalid manifest, no entry, foreign output dir", () => {
+	let r = runBundler(join(ROOT, "apps", "notes"));
+	assert.notEqual(r.status, 0);
+	assert.equal(r.verdict.ok, false);
+	r = runBundler(work, join(work, "x"));
+	assert.equal(r.status, 1);
+	assert.match(r.verdict.error, /^no berth\.yml in /);
+	const bad = pythonApp("bad-manifest", { "berth.yml": "name: Bad\nversion: 1\n" });
+	r = runBundler(bad, join(work, "bad-out"));
+	assert.equal(r.status, 1);
+	assert.match(r.verdict.error, /^invalid berth\.yml:\nberth\.yml:1 name: name must be lowercase alphanumeric with dashes/);
+	const noEntry = pythonApp("no-entry", { "berth.yml": "name: x\nversion: 1.0.0\n" });
+	r = runBundler(noEntry, join(work, "no-entry-out"));
+	assert.match(r.verdict.error, /^no app entry in /);
+	const foreign = join(work, "foreign");
+	mkdirSync(foreign);
+	writeFileSync(join(foreign, "precious.txt"), "keep me");
+	r = runBundler(join(ROOT, "apps", "notes"), foreign);
+	assert.equal(r.status, 1);
+	assert.match(r.verdict.error, /exists and is not an earlier bundle/);
+	assert.equal(readFileSync(join(foreign, "precious.txt"), "utf8"), "keep me");
+});
+
+test("python app: own files only, .berth-runtime, modes kept", () => {
+	const app = pythonApp("py-share", {
+		"berth.yml": PY_YML,
+		"src/app.py": "app = None\n",
+		"src/lib/util.py": "X = 1\n",
+		"src/__pycache__/app.cpython-311.pyc": "junk",
+		"data/table.csv": "a,b\n",
+		"run.sh": "#!/bin/sh\n",
+		".env": "SECRET=1\n",
+		".git/HEAD": "ref\n",
+		".berth/capability-policy.json": "{}",
+		"venv/bin/python": "",
+		"node_modules/x/index.js": "",
+		"dist/old.js": "",
+	});
+	spawnSync("chmod", ["755", join(app, "run.sh")]);
+	const out = join(work, "py-share-out");
+	const r = runBundler(app, out);
+	assert.equal(r.status, 0, r.stdout);
+	assert.equal(r.verdict.runtime, "python");
+	assert.deepEqual(r.verdict.files, [".berth-runtime", "berth.yml", "data/table.csv", "run.sh", "src/app.py", "src/lib/util.py"]);
+	assert.equal(readFileSync(join(out, ".berth-runtime"), "utf8"), "python\n");
+	const t = tree(out);
+	assert.equal(t["run.sh"].mode, 0o755);
+	assert.equal(t["src/app.py"].mode, 0o644);
+	const again = runBundler(app, join(work, "py-share-out2"));
+	assert.equal(again.verdict.digest, r.verdict.digest);
+});
+
+test("python app: needs src/app.py; at most 2000 files and 32 MiB; no links out", () => {
+	let r = runBundler(pythonApp("py-noentry", { "berth.yml": PY_YML, "app.py": "" }), join(work, "o1"));
+	assert.equal(r.status, 1);
+	assert.match(r.verdict.error, /^a python app needs src\/app\.py/);
+
+	const many = pythonApp("py-many", { "berth.yml": PY_YML, "src/app.py": "" });
+	mkdirSync(join(many, "data"));
+	for (let i = 0; i < 2000; i++) writeFileSync(join(many, "data", `f${i}`), "");
+	r = runBundler(many, join(work, "o2"));
+	assert.equal(r.verdict.error, "the app share would hold more than 2000 files");
+
+	const big = pythonApp("py-big", { "berth.yml": PY_YML, "src/app.py": "" });
+	writeFileSync(join(big, "blob"), "");
+	truncateSync(join(big, "blob"), 32 * 1024 * 1024 + 1);
+	r = runBundler(big, join(work, "o3"));
+	assert.equal(r.verdict.error, "the app share would be larger than 32 MiB");
+
+	const linked = pythonApp("py-link", { "berth.yml": PY_YML, "src/app.py": "" });
+	symlinkSync("/etc/hostname", join(linked, "host"));
+	r = runBundler(linked, join(work, "o4"));
+	assert.match(r.verdict.error, /^host is a symbolic link to \/etc\/hostname, outside the app directory/);
+});
+
+test("templates bundle once {{name}} is filled in", () => {
+	for (const t of ["hello-world", "python"]) {
+		const app = join(work, `tmpl-${t}`);
+		cpSync(join(ROOT, "templates", t), app, { recursive: true });
+		for (const f of ["berth.yml", "package.json", "README.md", "src/index.ts", "src/app.py"]) {
+			const p = join(app, f);
+			if (existsSync(p)) writeFileSync(p, readFileSync(p, "utf8").replaceAll("{{name}}", "my-app"));
+		}
+		const r = runBundler(app, join(work, `tmpl-${t}-out`));
+		assert.equal(r.status, 0, r.stdout);
+		assert.equal(r.verdict.runtime, t === "python" ? "python" : "node");
+	}
+});

@@ -1,0 +1,414 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Python SDK: `python3 -m berth_sdk.runtime` as a subprocess over its socket and
+stdio, its context bus codec against the protobuf library, and hello-world-py and the
+python template in-process."""
+import json
+import os
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SDK = os.path.join(ROOT, "sdk", "python")
+FIXTURE = os.path.join(HERE, "fixtures", "python-app")
+sys.path.insert(0, SDK)
+
+from berth_sdk import context_bus as cb  # noqa: E402
+from berth_sdk import rpc, runtime  # noqa: E402
+from berth_sdk.app import AppContext  # noqa: E402
+
+PYTHON = sys.executable
+
+
+class Runtime:
+    """A running `python3 -m berth_sdk.runtime` and what it printed."""
+
+    def __init__(self, app_dir, env=None, socket_path=None):
+        full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SDK,
+                    "BERTH_CONTEXT_BUS_SOCKET": os.path.join(app_dir, "no-such-bus.sock")}
+        if socket_path:
+            full_env["BERTH_RPC_SOCKET"] = socket_path
+        full_env.update(env or {})
+        self.proc = subprocess.Popen([PYTHON, "-m", "berth_sdk.runtime"], cwd=app_dir, env=full_env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.stderr = ""
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
+
+    def feed(self, data: bytes, timeout=20) -> bytes:
+        """stdio mode: write all of ``data``, close stdin, return all of stdout."""
+        self.proc.stdin.write(data)
+        self.proc.stdin.close()
+        out = self.proc.stdout.read()
+        self.proc.wait(timeout)
+        self._pump_thread.join(timeout)
+        return out
+
+    def _pump(self):
+        for raw in self.proc.stderr:
+            with self._lock:
+                self.stderr += raw.decode()
+            if '" ready' in raw.decode():
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout=20):
+        if not self._ready.wait(timeout):
+            raise AssertionError(f"no ready line; stderr:\n{self.stderr}")
+        return self
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(10)
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+class Client:
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(10)
+        self.sock.connect(path)
+        self.rfile = self.sock.makefile("rb")
+
+    def send_raw(self, data: bytes):
+        self.sock.sendall(data)
+
+    def send(self, req):
+        self.send_raw((json.dumps(req) + "\n").encode())
+
+    def line(self):
+        return self.rfile.readline().decode().rstrip("\n")
+
+    def call(self, export, inp=None, rid="1"):
+        req = {"id": rid, "export": export}
+        if inp is not None:
+            req["input"] = inp
+        self.send(req)
+        return json.loads(self.line())
+
+    def close(self):
+        self.rfile.close()
+        self.sock.close()
+
+
+class PythonRuntimeTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="berth-py-test-")
+        self.sock = os.path.join(self.tmp, "rpc.sock")
+        self.rt = None
+
+    def tearDown(self):
+        if self.rt:
+            self.rt.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def boot(self, env=None, app_dir=FIXTURE, socket_path=True):
+        self.rt = Runtime(app_dir, env, self.sock if socket_path else None).wait_ready()
+        self.assertIsNone(self.rt.proc.poll(), self.rt.stderr)
+        return self.rt
+
+    def test_boot_lines_ready_and_socket_mode(self):
+        rt = self.boot()
+        lines = rt.stderr.splitlines()
+        self.assertIn(f"[berth:runtime] loading manifest from {FIXTURE}/berth.yml", lines)
+        self.assertIn(f"[berth:runtime] loading app entry {FIXTURE}/src/app.py", lines)
+        self.assertIn('[berth:runtime] "fixture-py" ready', lines)
+        self.assertEqual(stat.S_IMODE(os.stat(self.sock).st_mode), 0o600)
+        rt.stop()
+        self.assertEqual(rt.proc.returncode, 0)
+        self.assertFalse(os.path.exists(self.sock))
+
+    def test_protocol_strings(self):
+        self.boot()
+        c = Client(self.sock)
+        c.send({"id": "u", "export": "does_not_exist", "input": {}})
+        self.assertEqual(c.line(), '{"id":"u","error":"no such export \\"does_not_exist\\""}')
+        c.send({"id": "n", "export": "nothing"})
+        self.assertEqual(c.line(), '{"id":"n","result":null}')
+        self.assertEqual(c.call("echo", {"text": "hi"}), {"id": "1", "result": {"text": "hi"}})
+        self.assertEqual(c.call("fail", {}), {"id": "1", "error": "boom: the handler failed"})
+        self.assertEqual(c.call("async_echo", {"text": "hi"}), {"id": "1", "result": {"text": "HI"}})
+        # Validation errors are pydantic's own text.
+        sys.path.insert(0, os.path.join(FIXTURE, "src"))
+        from pydantic import ValidationError
+        from berth_sdk import _pydantic
+        spec_ns = {}
+        exec("from pydantic import BaseModel\nclass EchoIn(BaseModel):\n    text: str\n", spec_ns)
+        try:
+            _pydantic.validate(spec_ns["EchoIn"], {"text": None})
+            self.fail("no validation error")
+        except ValidationError as e:
+            expected = str(e)
+        self.assertEqual(c.call("echo", {"text": None}), {"id": "1", "error": expected})
+        missing = c.call("echo")
+        self.assertIn("validation error for EchoIn", missing["error"])
+        c.close()
+
+    def test_hooks_order_install_before_bus(self):
+        rt = self.boot()
+        c = Client(self.sock)
+        self.assertEqual(c.call("hooks")["result"], {"events": ["install", "ready:fixture-py:1.2.3"]})
+        c.close()
+        # on_install runs before the context bus is tried.
+        self.assertNotIn("running on_install", rt.stderr)
+
+    def test_non_json_ignored_and_serial_per_connection(self):
+        rt = self.boot()
+        c = Client(self.sock)
+        c.send_raw(b"not json at all\n\n")
+        c.send({"id": "slow", "export": "sleep", "input": {"ms": 300}})
+        c.send({"id": "fast", "export": "echo", "input": {"text": "x"}})
+        self.assertEqual(json.loads(c.line())["id"], "slow")
+        self.assertEqual(json.loads(c.line())["id"], "fast")
+        self.assertIn("[berth:runtime] ignoring non-JSON RPC line: not json at all\n", rt.stderr)
+        c.close()
+
+    def test_connections_are_threaded(self):
+        self.boot()
+        a, b = Client(self.sock), Client(self.sock)
+        a.send({"id": "slow", "export": "sleep", "input": {"ms": 1500}})
+        time.sleep(0.1)
+        t0 = time.monotonic()
+        self.assertEqual(b.call("echo", {"text": "b"}, "b")["result"], {"text": "b"})
+        self.assertLess(time.monotonic() - t0, 1.0)
+        self.assertEqual(json.loads(a.line())["id"], "slow")
+        a.close()
+        b.close()
+
+    def test_stale_socket_replaced(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(self.sock)
+        s.close()  # the file stays
+        self.boot()
+        c = Client(self.sock)
+        self.assertEqual(c.call("echo", {"text": "fresh"})["result"], {"text": "fresh"})
+        c.close()
+
+    def test_stdio_mode(self):
+        rt = Runtime(FIXTURE)
+        out = rt.feed(b'{"id":"1","export":"echo","input":{"text":"stdio"}}\njunk\n{"id":"2","export":"nope"}\n')
+        rt.stop()
+        self.assertEqual(rt.proc.returncode, 0)
+        self.assertEqual(out.decode().splitlines(), [
+            '{"id":"1","result":{"text":"stdio"}}',
+            '{"id":"2","error":"no such export \\"nope\\""}',
+        ])
+
+    def test_exports_mismatch_exit_1(self):
+        app = os.path.join(self.tmp, "app")
+        shutil.copytree(FIXTURE, app)
+        with open(os.path.join(app, "berth.yml")) as f:
+            text = f.read()
+        with open(os.path.join(app, "berth.yml"), "w") as f:
+            f.write(text.replace("  - name: nothing\n", "  - name: missing_one\n"))
+        rt = Runtime(app, socket_path=self.sock)
+        rt.proc.wait(20)
+        rt.wait_ready()
+        rt.stop()
+        self.assertEqual(rt.proc.returncode, 1)
+        self.assertIn(
+            "[berth:runtime] fatal error during startup: exports mismatch between berth.yml and app code — "
+            "declared in berth.yml but not implemented: missing_one; implemented in code but not declared in berth.yml: nothing\n",
+            rt.stderr)
+        self.assertNotIn("ready", rt.stderr)
+
+    def test_entry_without_app(self):
+        app = os.path.join(self.tmp, "app")
+        shutil.copytree(FIXTURE, app)
+        with open(os.path.join(app, "src", "app.py"), "w") as f:
+            f.write("thing = 1\n")
+        rt = Runtime(app)
+        rt.proc.wait(20)
+        rt.wait_ready()
+        rt.stop()
+        self.assertEqual(rt.proc.returncode, 1)
+        self.assertIn(f"[berth:runtime] fatal error during startup: {app}/src/app.py must define a module-level `app = define_app(...)`\n",
+                      rt.stderr)
+
+    def test_context_bus(self):
+        bus_path = os.path.join(self.tmp, "bus.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(bus_path)
+        srv.listen(1)
+        frames = []
+        conns = []
+
+        def serve():
+            conn, _ = srv.accept()
+            conns.append(conn)
+            buf = b""
+            while True:
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+                    n = struct.unpack(">I", buf[:4])[0]
+                    frames.append(cb.decode_envelope(buf[4:4 + n]))
+                    buf = buf[4 + n:]
+
+        threading.Thread(target=serve, daemon=True).start()
+        rt = self.boot({"BERTH_CONTEXT_BUS_SOCKET": bus_path})
+        self.assertIn(f"[berth:runtime] context bus connected at {bus_path}", rt.stderr)
+        deadline = time.monotonic() + 5
+        while len(frames) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(frames[:2], [{"kind": "register", "app": "fixture-py"}, {"kind": "subscribe", "topic": "fixture.in"}])
+        conns[0].sendall(cb.frame(cb.encode_envelope("event", topic="fixture.in", payload=b'{"n":1}')))
+        conns[0].sendall(cb.frame(cb.encode_envelope("event", topic="fixture.in")))
+        time.sleep(0.2)
+        c = Client(self.sock)
+        self.assertEqual(c.call("received")["result"], {"received": [{"n": 1}, None]})
+        self.assertEqual(c.call("publish", {"topic": "fs.file_created", "payload": {"path": "x", "createdBy": "me"}}),
+                         {"id": "1", "result": None})
+        time.sleep(0.2)
+        pub = [f for f in frames if f["kind"] == "publish"]
+        self.assertEqual(pub, [{"kind": "publish", "topic": "fs.file_created", "payload": b'{"path":"x","createdBy":"me"}'}])
+        c.close()
+        srv.close()
+
+
+class CodecTest(unittest.TestCase):
+    VECTORS = [
+        (("register", {"app": "notes"}), "0a070a056e6f746573"),
+        (("publish", {"topic": "notes.added", "payload": b'{"id":"a"}'}), "12190a0b6e6f7465732e6164646564120a7b226964223a2261227d"),
+        (("subscribe", {"topic": "fs.file_created"}), "1a110a0f66732e66696c655f63726561746564"),
+        (("unsubscribe", {"topic": "t"}), "22030a0174"),
+        (("event", {"topic": "t"}), "2a030a0174"),
+        (("ack", {"ok": True}), "32020801"),
+        (("ack", {"ok": False, "error": "bad"}), "32051203626164"),
+    ]
+
+    def test_vectors(self):
+        for (kind, fields), hexed in self.VECTORS:
+            self.assertEqual(cb.encode_envelope(kind, **fields).hex(), hexed, kind)
+            self.assertEqual(cb.decode_envelope(bytes.fromhex(hexed))["kind"], kind)
+
+    def test_against_protobuf_library(self):
+        try:
+            from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        except ImportError:
+            self.skipTest("python3-protobuf is not installed")
+        T = descriptor_pb2.FieldDescriptorProto
+        fdp = descriptor_pb2.FileDescriptorProto(name="cb.proto", package="berth.contextbus", syntax="proto3")
+        for name, fields in [("RegisterRequest", [("app", T.TYPE_STRING)]),
+                             ("PublishRequest", [("topic", T.TYPE_STRING), ("payload", T.TYPE_BYTES)]),
+                             ("SubscribeRequest", [("topic", T.TYPE_STRING)]),
+                             ("UnsubscribeRequest", [("topic", T.TYPE_STRING)]),
+                             ("Event", [("topic", T.TYPE_STRING), ("payload", T.TYPE_BYTES)]),
+                             ("Ack", [("ok", T.TYPE_BOOL), ("error", T.TYPE_STRING)])]:
+            m = fdp.message_type.add(name=name)
+            for i, (fname, ftype) in enumerate(fields):
+                m.field.add(name=fname, number=i + 1, label=T.LABEL_OPTIONAL, type=ftype)
+        env = fdp.message_type.add(name="Envelope")
+        env.oneof_decl.add(name="kind")
+        for i, (n, t) in enumerate([("register", "RegisterRequest"), ("publish", "PublishRequest"),
+                                    ("subscribe", "SubscribeRequest"), ("unsubscribe", "UnsubscribeRequest"),
+                                    ("event", "Event"), ("ack", "Ack")]):
+            env.field.add(name=n, number=i + 1, label=T.LABEL_OPTIONAL, type=T.TYPE_MESSAGE,
+                          type_name=".berth.contextbus." + t, oneof_index=0)
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fdp)
+        desc = pool.FindMessageTypeByName("berth.contextbus.Envelope")
+        if hasattr(message_factory, "GetMessageClass"):
+            Envelope = message_factory.GetMessageClass(desc)
+        else:
+            Envelope = message_factory.MessageFactory(pool).GetPrototype(desc)
+        for (kind, fields), _ in self.VECTORS:
+            e = Envelope()
+            sub = getattr(e, kind)
+            sub.SetInParent()
+            for k, v in fields.items():
+                setattr(sub, k, v)
+            self.assertEqual(cb.encode_envelope(kind, **fields), e.SerializeToString(), kind)
+            parsed = Envelope.FromString(cb.encode_envelope(kind, **fields))
+            self.assertEqual(parsed.WhichOneof("kind"), kind)
+
+    def test_local_bus(self):
+        bus = cb.create_local_context_bus()
+        got = []
+        off = bus.subscribe("t", got.append)
+        bus.publish("t", {"a": 1})
+        bus.publish("t", None)
+        off()
+        bus.publish("t", 2)
+        self.assertEqual(got, [{"a": 1}, None])
+
+
+class ExampleAppsTest(unittest.TestCase):
+    def load(self, app_dir):
+        app = runtime.load_entry(os.path.join(app_dir, "src", "app.py"))
+        bus = cb.create_local_context_bus()
+        published = []
+        original = bus.publish
+
+        def record(topic, payload):
+            published.append((topic, payload))
+            original(topic, payload)
+
+        bus.publish = record
+        from berth_sdk.manifest import load_manifest
+        manifest = load_manifest(os.path.join(app_dir, "berth.yml"))
+        self.assertIsNone(runtime.exports_mismatch([e.name for e in manifest.exports], app.export_names))
+        for h in app._install_hooks:
+            h()
+        for h in app._ready_hooks:
+            h(AppContext(manifest, bus))
+        return app, published
+
+    def test_hello_world_py(self):
+        app, published = self.load(os.path.join(ROOT, "apps", "hello-world-py"))
+        call = lambda exp, inp: rpc.invoke_export(app, {"id": "1", "export": exp, "input": inp})  # noqa: E731
+        self.assertEqual(call("greet", {"name": "World"}),
+                         {"id": "1", "result": {"message": "Hello, World! (from a real Python resident app)"}})
+        self.assertEqual(call("does_not_exist", {}), {"id": "1", "error": 'no such export "does_not_exist"'})
+        self.assertEqual(call("publish_file_created", {"path": "x", "created_by": "hello-world-py"}), {"id": "1", "result": None})
+        self.assertEqual(published, [("fs.file_created", {"path": "x", "createdBy": "hello-world-py"})])
+
+    def test_hello_world_py_runtime(self):
+        rt = Runtime(os.path.join(ROOT, "apps", "hello-world-py"))
+        out = rt.feed(b'{"id":"1","export":"greet","input":{"name":"World"}}\n')
+        rt.stop()
+        self.assertEqual(out, b'{"id":"1","result":{"message":"Hello, World! (from a real Python resident app)"}}\n')
+        self.assertIn('[berth:runtime] "hello-world-py" ready', rt.stderr)
+
+    def test_python_template(self):
+        tmp = tempfile.mkdtemp(prefix="berth-py-tmpl-")
+        try:
+            app_dir = os.path.join(tmp, "my-app")
+            shutil.copytree(os.path.join(ROOT, "templates", "python"), app_dir)
+            for rel in ("berth.yml", "src/app.py", "README.md"):
+                p = os.path.join(app_dir, rel)
+                with open(p) as f:
+                    text = f.read()
+                with open(p, "w") as f:
+                    f.write(text.replace("{{name}}", "my-app"))
+            app, _ = self.load(app_dir)
+            self.assertEqual(rpc.invoke_export(app, {"id": "p", "export": "ping"}), {"id": "p", "result": {"message": "pong"}})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_capability_matching(self):
+        from berth_sdk import matches_capability
+        self.assertTrue(matches_capability("filesystem:write:/workspace/*", "filesystem:write:/workspace/a"))
+        self.assertTrue(matches_capability("browser:navigate:a?b", "browser:navigate:a?b"))
+        self.assertFalse(matches_capability("browser:navigate:a?b", "browser:navigate:ab"))
+        self.assertFalse(matches_capability("network:connect:80", "network:bind:80"))

@@ -326,3 +326,34 @@ test("runtime.mjs runs without node_modules (self-contained share)", () => {
 	assert.equal(r.status, 0, r.stderr);
 	assert.equal(r.stdout, '{"id":"1","result":{"text":"standalone"}}\n');
 });
+
+test("HTTP bridge: healthz, bearer token, 400/401/404", async () => {
+	const probe = net.createServer();
+	await new Promise((r) => probe.listen(0, "127.0.0.1", r));
+	const port = probe.address().port;
+	probe.close();
+	const { rt } = await boot({ BERTH_HTTP_RPC_PORT: String(port), BERTH_HTTP_RPC_TOKEN: "s3cret" });
+	const base = `http://127.0.0.1:${port}`;
+	assert.deepEqual(await (await fetch(`${base}/healthz`)).json(), { ok: true });
+	const rpc = (body, token) =>
+		fetch(`${base}/rpc`, { method: "POST", body, headers: token ? { authorization: `Bearer ${token}` } : {} });
+	const ok = await rpc('{"id":"h1","export":"echo","input":{"text":"http"}}', "s3cret");
+	assert.equal(ok.status, 200);
+	assert.deepEqual(await ok.json(), { id: "h1", result: { text: "http" } });
+	const wrong = await rpc('{"id":"h2","export":"echo"}', "nope");
+	assert.equal(wrong.status, 401);
+	assert.deepEqual(await wrong.json(), { error: "invalid or missing bearer token" });
+	assert.equal((await rpc('{"id":"h3"}')).status, 401);
+	const bad = await rpc("not json", "s3cret");
+	assert.equal(bad.status, 400);
+	assert.deepEqual(await bad.json(), { error: "invalid JSON body" });
+	const missing = await fetch(`${base}/other`);
+	assert.equal(missing.status, 404);
+	assert.deepEqual(await missing.json(), { error: "not found" });
+	await rt.stop();
+	// No token: refuses to start.
+	const refused = await startRuntime(share, { BERTH_HTTP_RPC_PORT: String(port) }).ready;
+	await refused.exited;
+	assert.equal(refused.exitCode, 1);
+	assert.match(refused.stderr, /fatal error during startup: BERTH_HTTP_RPC_PORT is set but BERTH_HTTP_RPC_TOKEN is not/);
+});

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "apps.h"
+#include "confine.h"
 #include "disks.h"
 #include "fd-splice.h"
 #include "fileio.h"
@@ -25,6 +26,7 @@
 #define PENDING_RPC_MAX 16
 #define RPC_WAIT_USEC (60 * USEC_PER_SEC)
 #define ENV_MAX 128
+#define AGENT_INIT "/usr/sbin/agent-init"
 
 typedef enum AppState {
 	APP_PENDING,
@@ -70,6 +72,9 @@ struct App {
 	Output out, err;
 	PendingRpc pending[PENDING_RPC_MAX];
 	size_t n_pending;
+	AppConfinement conf;
+	json_t *reports; /* agent-init audit events already taken, by name */
+	char refused[512];
 };
 
 static EvLoop *apps_loop;
@@ -160,6 +165,11 @@ int apps_prepare(EvLoop *loop, const json_t *secrets)
 		if (r < 0)
 			return r;
 		a->python = share_is_python(a);
+		a->reports = json_object();
+		/* A policy that cannot be compiled refuses this app, not the VM. */
+		if (confine_compile_policy(a->name, a->dir, a->uid, &a->conf, a->refused,
+					   sizeof(a->refused)) < 0)
+			a->state = APP_REFUSED;
 	}
 	return 0;
 }
@@ -191,6 +201,70 @@ static int make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid)
 		return -errno;
 	if (chown(path, uid, gid) < 0 || chmod(path, mode) < 0)
 		return -errno;
+	return 0;
+}
+
+static int precreate_write_paths(void)
+{
+	const char *names[APPS_MAX];
+	const AppConfinement *confs[APPS_MAX];
+	uid_t uids[APPS_MAX];
+	size_t n = 0;
+	int r;
+
+	for (unsigned i = 0; i < n_apps; i++) {
+		if (!apps[i].conf.policy)
+			continue;
+		names[n] = apps[i].name;
+		confs[n] = &apps[i].conf;
+		uids[n++] = apps[i].uid;
+	}
+	r = confine_precreate(names, confs, uids, n);
+	if (r < 0)
+		journal_logf("cannot create the declared write paths: %s", strerror(-r));
+	return r;
+}
+
+static bool strict_cgroups(void)
+{
+	const char *e = getenv("BERTH_REQUIRE_APP_CGROUPS");
+
+	return !e || !streq(e, "0");
+}
+
+static void refuse(App *a, const char *event, const char *why)
+{
+	a->state = APP_REFUSED;
+	snprintf(a->refused, sizeof(a->refused), "%s", why);
+	if (event)
+		journal_event(event, json_pack("{s:s, s:s}", "app", a->name, "reason", why));
+}
+
+/* Each app in /berth/apps/<name> with the limits its policy asks for, read back. In strict
+ * mode (the VM's default) an app whose limits did not all apply does not start. */
+static int setup_cgroups(void)
+{
+	int r = confine_cgroups_setup();
+
+	if (r < 0) {
+		journal_logf("cannot set up the cgroup tree: %s", strerror(-r));
+		for (unsigned i = 0; i < n_apps && strict_cgroups(); i++)
+			if (apps[i].state == APP_PENDING)
+				refuse(&apps[i], "cgroup_limits_refused", "no cgroup tree");
+		return 0;
+	}
+	for (unsigned i = 0; i < n_apps; i++) {
+		App *a = &apps[i];
+		char why[256];
+
+		if (a->state != APP_PENDING)
+			continue;
+		r = confine_app_cgroup(a->name, &a->conf, why, sizeof(why));
+		if (r < 0 && strict_cgroups())
+			refuse(a, "cgroup_limits_refused", why);
+		else if (r < 0)
+			journal_logf("app \"%s\": %s (not strict: starting anyway)", a->name, why);
+	}
 	return 0;
 }
 
@@ -252,19 +326,38 @@ int apps_setup_identities(void)
 	}
 	if (r < 0)
 		return r;
-	/* FIXME: the policy compiler precreates each declared write path (one declaring app:
-	 * its own 0755; several: root:berth 2775). Until then /workspace is the single app's
-	 * or the berth group's. */
-	if (n_apps == 1)
-		r = make_dir("/workspace", 0755, apps[0].uid, apps[0].uid);
-	else
-		r = make_dir("/workspace", 02775, 0, BERTH_GROUP_GID);
 	journal_event("identities",
 		      json_pack("{s:i, s:i}", "apps", (int)n_apps, "uidBase", APP_UID_BASE));
-	return r;
+	r = precreate_write_paths();
+	if (r < 0)
+		return r;
+	return setup_cgroups();
 }
 
 /* --- output ---------------------------------------------------------------------- */
+
+/*
+ * agent-init's audit lines come on the app's stderr before the app runs. Only the first of
+ * each kind counts: whatever the app prints later could be forged, and it cannot print
+ * before agent-init has exec'ed it.
+ */
+static void take_agent_init_report(App *a, const char *line, size_t len)
+{
+	static const char prefix[] = "{\"source\":\"agent-init\"";
+	json_t *o;
+	const char *event;
+
+	if (len < sizeof(prefix) - 1 || memcmp(line, prefix, sizeof(prefix) - 1) != 0)
+		return;
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+	event = json_string_value(json_object_get(o, "event"));
+	if (event && !json_object_get(a->reports, event)) {
+		json_object_set(a->reports, event, o);
+		journal_event("agent_init_report",
+			      json_pack("{s:s, s:O}", "app", a->name, "report", o));
+	}
+	json_decref(o);
+}
 
 static void output_line(Output *o, const char *line, size_t len)
 {
@@ -274,6 +367,7 @@ static void output_line(Output *o, const char *line, size_t len)
 	journal_log(a->name, o->stream, line, len);
 	if (a->state != APP_STARTING || !streq(o->stream, "stderr"))
 		return;
+	take_agent_init_report(a, line, len);
 	/* The runtime's readiness line: [berth:runtime] "<name>" ready */
 	snprintf(needle, sizeof(needle), "\"%s\" ready", a->name);
 	if (memmem(line, len, needle, strlen(needle))) {
@@ -386,39 +480,52 @@ static void build_env(const App *a, Env *e)
 	env_set(e, "BERTH_APP_ENTRY", buf);
 	env_set(e, "BERTH_WORKSPACE_ROOT", "/workspace");
 	env_set(e, "BERTH_REQUIRE_ENFORCEMENT", "1");
+	env_set(e, "BERTH_CAPABILITY_POLICY", a->conf.policy_path);
+	snprintf(buf, sizeof(buf), "%u", (unsigned)a->uid);
+	env_set(e, "BERTH_APP_UID", buf);
+	env_set(e, "BERTH_APP_GID", buf);
+	snprintf(buf, sizeof(buf), "%u", BERTH_GROUP_GID);
+	env_set(e, "BERTH_APP_SUPPLEMENTARY_GIDS", buf);
 	base = *e;
 	/* An app's own secrets win over the shared ones: add them first. */
 	env_add_secrets(e, json_object_get(json_object_get(apps_secrets, "apps"), a->name), &base);
 	env_add_secrets(e, json_object_get(apps_secrets, "shared"), &base);
 }
 
+/*
+ * In the child: join the app's cgroup, start a session, and exec agent-init, which
+ * confines the process (identity, capabilities, no_new_privs, Landlock, seccomp) and execs
+ * the runtime. Nothing of the app runs before that.
+ */
 static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd)
 {
 	Env env = {};
-	char runtime[96];
-	gid_t groups[2] = {a->uid, BERTH_GROUP_GID};
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	char runtime[96], procs[160];
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), cg;
 
 	build_env(a, &env);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
 	    dup2(err_fd, STDERR_FILENO) < 0)
 		_exit(126);
+	if (a->conf.cgroup[0]) {
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", a->conf.cgroup);
+		cg = open(procs, O_WRONLY | O_CLOEXEC);
+		if ((cg < 0 || write(cg, "0", 1) != 1) && strict_cgroups()) {
+			dprintf(STDERR_FILENO, "[berth-init] cannot join %s: %m\n", a->conf.cgroup);
+			_exit(126);
+		}
+	}
 	setsid();
 	if (chdir(a->dir) < 0)
 		_exit(126);
-	/* FIXME: agent-init takes over from here (Landlock, seccomp, capabilities). */
-	if (setgroups(2, groups) < 0 || setresgid(a->uid, a->uid, a->uid) < 0 ||
-	    setresuid(a->uid, a->uid, a->uid) < 0 || getuid() != a->uid || setuid(0) == 0)
-		_exit(126);
 	if (a->python) {
-		execle("/usr/bin/python3", "python3", "-m", "berth_sdk.runtime", (char *)NULL,
-		       env.v);
+		execle(AGENT_INIT, "agent-init", "/usr/bin/python3", "-m", "berth_sdk.runtime",
+		       (char *)NULL, env.v);
 	} else {
 		snprintf(runtime, sizeof(runtime), "%s/runtime.mjs", a->dir);
-		execle("/usr/bin/node", "node", runtime, (char *)NULL, env.v);
+		execle(AGENT_INIT, "agent-init", "/usr/bin/node", runtime, (char *)NULL, env.v);
 	}
-	dprintf(STDERR_FILENO, "[berth-init] cannot exec the %s runtime: %m\n",
-		a->python ? "python3" : "node");
+	dprintf(STDERR_FILENO, "[berth-init] cannot exec %s: %m\n", AGENT_INIT);
 	_exit(127);
 }
 
@@ -464,7 +571,14 @@ int apps_start_all(void)
 	int started = 0;
 
 	for (unsigned i = 0; i < n_apps; i++) {
-		int r = start_app(&apps[i]);
+		int r;
+
+		if (apps[i].state == APP_REFUSED) {
+			journal_event("app_refused", json_pack("{s:s, s:s}", "app", apps[i].name,
+							       "reason", apps[i].refused));
+			continue;
+		}
+		r = start_app(&apps[i]);
 
 		if (r < 0) {
 			apps[i].state = APP_REFUSED;
@@ -552,6 +666,27 @@ json_t *apps_status(void)
 				      (int)a->uid, "port", (int)(MUX_PORT_RPC_BASE + a->index),
 				      "runtime", a->python ? "python" : "node");
 
+		if (a->conf.cgroup[0] && a->conf.cgroup_limits) {
+			char summary[256] = "";
+			const char *k;
+			json_t *v;
+
+			json_object_foreach(a->conf.cgroup_limits, k, v)
+				snprintf(summary + strlen(summary),
+					 sizeof(summary) - strlen(summary), "%s%s=%s",
+					 summary[0] ? " " : "", k, json_string_value(v));
+			json_object_set_new(o, "cgroup",
+					    json_pack("{s:s, s:O, s:s}", "path",
+						      a->conf.cgroup + strlen(CGROUP_ROOT),
+						      "limits", a->conf.cgroup_limits, "summary",
+						      summary));
+		}
+		if (a->conf.policy)
+			json_object_set_new(o, "policy",
+					    json_pack("{s:s, s:s}", "path", a->conf.policy_path,
+						      "sha256", a->conf.policy_sha256));
+		if (a->state == APP_REFUSED)
+			json_object_set_new(o, "reason", json_string(a->refused));
 		if (a->state == APP_EXITED)
 			json_object_set_new(o, "exit",
 					    json_integer(WIFEXITED(a->status)

@@ -75,6 +75,8 @@ static int run_mkfs(const char *dev)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
+static const char *const persistent_dirs[] = {"/workspace", "/context"};
+
 int state_disk_mount(const char *dev, int *ret_formatted)
 {
 	int r;
@@ -91,10 +93,17 @@ int state_disk_mount(const char *dev, int *ret_formatted)
 	}
 	if (mount(dev, "/state", "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0)
 		return -errno;
-	if (mkdir("/state/workspace", 0755) < 0 && errno != EEXIST)
-		return -errno;
-	if (mount("/state/workspace", "/workspace", NULL, MS_BIND, NULL) < 0)
-		return -errno;
+	/* /workspace and /context persist with the disk. (/context has no semantic index in
+	 * this VM yet: it is a plain directory.) */
+	for (size_t i = 0; i < ELEMENTSOF(persistent_dirs); i++) {
+		char src[64];
+
+		snprintf(src, sizeof(src), "/state%s", persistent_dirs[i]);
+		if (mkdir(src, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (mount(src, persistent_dirs[i], NULL, MS_BIND, NULL) < 0)
+			return -errno;
+	}
 	return 0;
 }
 

@@ -212,7 +212,8 @@ static int setup_state_disk(void)
 
 	if (disk_find_by_serial("state", dev, sizeof(dev)) < 0) {
 		/* No state disk: /workspace lives in memory for this boot only. */
-		if (mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		if (mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
+		    mount("tmpfs", "/context", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 			return -errno;
 		journal_event("boot_phase",
 			      json_pack("{s:s, s:b}", "phase", "state", "persistent", 0));
@@ -323,7 +324,7 @@ static void flush_to_host(uint64_t max_usec)
 
 static void unmount_all(unsigned *ret_failed)
 {
-	static const char *const targets[] = {"/app", "/workspace", "/state"};
+	static const char *const targets[] = {"/app", "/workspace", "/context", "/state"};
 
 	*ret_failed = 0;
 	for (size_t i = 0; i < ELEMENTSOF(targets); i++) {

@@ -42,7 +42,7 @@ find "$site/berth_sdk" -name __pycache__ -prune -exec rm -rf {} +
 chroot "$tree" /usr/bin/python3 -m compileall -q --invalidation-mode unchecked-hash \
 	/usr/lib/python3/dist-packages/berth_sdk >/dev/null
 # Mount points berth-init needs on a read-only root.
-mkdir -p "$tree/workspace" "$tree/state" "$tree/app"
+mkdir -p "$tree/workspace" "$tree/context" "$tree/state" "$tree/app"
 
 lock="$(dirname "$stage")/packages.installed"
 cp "$lock" "$out/packages.lock"

@@ -383,6 +383,22 @@ static void dev_done(Dev *d)
 	free(d->state);
 }
 
+/* The berth-vmm built for this CLI's artifacts, or another with a warning. */
+static int locate_vmm(Dev *d)
+{
+	PinSet mine;
+	bool matches;
+	int r;
+
+	pinset_compiled(&mine);
+	r = vmm_locate_for_pins(NULL, &mine, &d->vmm, &matches);
+	if (r >= 0 && !matches)
+		log_warning(
+			"%s was built for other artifacts than this berth; using it anyway (install the matching one with 'berth vm install --vmm PATH')",
+			d->vmm);
+	return r;
+}
+
 static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, const char **ret_dir)
 {
 	static const struct option options[] = {
@@ -451,7 +467,7 @@ int cmd_dev(int argc, char **argv)
 		dev_done(&d);
 		return 1;
 	}
-	if (vmm_locate(NULL, &d.vmm) < 0) {
+	if (locate_vmm(&d) < 0) {
 		dev_done(&d);
 		return log_error(
 			       "berth-vmm not found: build it (scripts/build.sh) or install it with 'berth vm install --vmm PATH'"),

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,56 @@ int vmm_locate(const char *configured, char **ret_path)
 	if (search_path(ret_path) == 0)
 		return 0;
 	return search_build_tree(ret_path);
+}
+
+static bool pins_equal(const PinSet *a, const PinSet *b)
+{
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		if (!streq(a->sha256[k], b->sha256[k]))
+			return false;
+	return true;
+}
+
+int vmm_locate_for_pins(const char *configured, const PinSet *want, char **ret_path,
+			bool *ret_matches)
+{
+	_cleanup_free_ char *vm_dir = berth_vm_dir(), *installed = NULL;
+	const char *fixed[3] = {getenv("BERTH_VMM"), configured, NULL};
+	char *first = NULL;
+
+	if (vm_dir && asprintf(&installed, "%s/bin/berth-vmm", vm_dir) >= 0)
+		fixed[2] = installed;
+	/* An explicit choice is taken as it is. */
+	for (int i = 0; i < 2; i++)
+		if (try_candidate(fixed[i], ret_path) == 0) {
+			*ret_matches = true;
+			return 0;
+		}
+	for (int i = 0; i < 3; i++) {
+		char *p = NULL;
+		PinSet pins;
+		int r = i == 0	 ? try_candidate(fixed[2], &p)
+			: i == 1 ? search_path(&p)
+				 : search_build_tree(&p);
+
+		if (r < 0)
+			continue;
+		if (vmm_query_pins(p, &pins) >= 0 && pins_equal(&pins, want)) {
+			free(first);
+			*ret_path = p;
+			*ret_matches = true;
+			return 0;
+		}
+		if (!first)
+			first = p;
+		else
+			free(p);
+	}
+	if (!first)
+		return -ENOENT;
+	*ret_path = first;
+	*ret_matches = false;
+	return 0;
 }
 
 int pinset_from_json_text(const char *text, PinSet *ret)

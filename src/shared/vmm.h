@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
+
 #include "pins.h"
 
 /*
@@ -15,6 +17,15 @@
  * Returns 0 and a malloc()ed path, -ENOENT when none is found.
  */
 int vmm_locate(const char *configured, char **ret_path);
+
+/*
+ * vmm_locate_for_pins() - like vmm_locate(), but among the installed copy, $PATH and the
+ * build tree prefer the first berth-vmm whose pins are @want (an older release's berth-vmm
+ * left in ~/.berth/vm/bin would boot older artifacts). $BERTH_VMM and @configured are
+ * taken as they are. *@ret_matches tells whether the one returned carries @want.
+ */
+int vmm_locate_for_pins(const char *configured, const PinSet *want, char **ret_path,
+			bool *ret_matches);
 
 /*
  * vmm_query_pins() - run `@path pins --json` and parse what it prints into @ret.

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+
+#include "digest.h"
+
+/*
+ * The attestation record of one VM boot (berth attest, docs/attest.md): built from the
+ * boot evidence berth-vmm writes when a VM ends (~/.berth/runs/<bootId>/evidence.json)
+ * and the audit trail (~/.berth/audit/audit.jsonl), and checked again from its own
+ * contents by attest_verify().
+ *
+ * Canonical form (what recordSha256 and the audit chain hash): jansson's
+ * JSON_COMPACT | JSON_SORT_KEYS dump -- keys sorted by their UTF-8 bytes, no whitespace,
+ * strings as UTF-8 with only '"', '\\' and control characters escaped, integers in
+ * decimal. A record holds no floating-point numbers, so the form is unambiguous;
+ * attest_canonical_sha256() refuses one that does.
+ */
+
+#define ATTEST_SCHEMA_VERSION 1
+#define ATTEST_KIND "berth.attestation"
+#define ATTEST_EVIDENCE_MAX (64u * 1024 * 1024)
+#define ATTEST_AUDIT_SEGMENT_MAX (64u * 1024 * 1024)
+#define ATTEST_AUDIT_ROTATED_MAX 5
+#define ATTEST_GENESIS_HASH "0000000000000000000000000000000000000000000000000000000000000000"
+
+/* Boot and run ids: 1-128 of [A-Za-z0-9._-], not starting with '.'. */
+int attest_run_id_valid(const char *id);
+
+/* sha256 of the canonical JSON of @v without its top-level "recordSha256" (when @v is an
+ * object). -EDOM when @v holds a real number. */
+int attest_canonical_sha256(json_t *v, char ret_hex[SHA256_HEX_LEN + 1]);
+
+/*
+ * attest_audit_scan() - walk the audit trail at @path (its rotated segments <path>.5 ..
+ * <path>.1 first), verify the hash chain, and count the records whose meta.runId is
+ * @run_id. *@ret_chain gets {path, segments, totalRecords, head} and *@ret_run
+ * {records, firstSeq?, lastSeq?, firstTs?, lastTs?}. A missing trail is an empty chain
+ * (head = 64 zeros). A broken chain returns -EBADMSG with the reason in *@ret_error.
+ */
+int attest_audit_scan(const char *path, const char *run_id, json_t **ret_chain, json_t **ret_run,
+		      char **ret_error);
+
+/* {status, reason?} of the VM's doctor probe, derived from the evidence. */
+json_t *attest_doctor_probe(json_t *evidence);
+
+/*
+ * attest_enforcement_derive() - the enforcement status of §8.5 from @reports
+ * ([{app, ruleset, ...}]) and @probe ({status, reason?}): "ACTIVE", "NOT_ENFORCED" or
+ * "UNDETERMINED"; *@ret_reasons gets a new array of reason strings.
+ */
+const char *attest_enforcement_derive(json_t *reports, json_t *probe, json_t **ret_reasons);
+
+/*
+ * attest_record_build() - the record for boot @evidence (a parsed evidence.json), with
+ * the audit @chain and @run from attest_audit_scan() (borrowed) and @generated_at
+ * (RFC 3339). -EINVAL with *@ret_error when the evidence is not usable.
+ */
+int attest_record_build(json_t *evidence, json_t *chain, json_t *run, const char *generated_at,
+			json_t **ret, char **ret_error);
+
+/*
+ * attest_verify() - re-derive every derived field of @record from its own contents.
+ * Returns the number of problems; *@ret_problems gets [{code, message}] (codes of
+ * SPEC §8.5: digest-mismatch, enforcement-status-underived, ...).
+ */
+int attest_verify(json_t *record, json_t **ret_problems);
+
+/* Now as RFC 3339 UTC ("2026-01-02T03:04:05Z") into @buf (at least 21 bytes). */
+void attest_now_rfc3339(char *buf, size_t size);
+int attest_rfc3339_valid(const char *s);

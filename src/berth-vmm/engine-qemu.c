@@ -188,10 +188,15 @@ static void keep_fd(int fd)
 
 static int qemu_start(Engine *e, const VmConfig *cfg)
 {
+	_cleanup_(host_confinement_freep) HostConfinement *confinement = NULL;
 	pid_t parent = getpid(), pid;
 	int r;
 
 	r = qemu_build_argv(cfg, &e->argv);
+	if (r < 0)
+		return r;
+	/* Everything that can fail about QEMU's confinement fails here, in the parent. */
+	r = host_sandbox_prepare_qemu(cfg->host_sandbox, cfg, &confinement);
 	if (r < 0)
 		return r;
 	e->accel = cfg->accel;
@@ -207,6 +212,8 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 		/* QEMU should not outlive its supervisor, whatever kills it. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(127);
+		/* Inherited across the exec: QEMU is confined from its first instruction. */
+		host_confinement_enter(confinement);
 		execvp(e->argv[0], e->argv);
 		dprintf(STDERR_FILENO,
 			"berth-vmm: cannot run %s: %m. Install QEMU (qemu-system-x86).\n",

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "artifacts.h"
+#include "host-sandbox.h"
 
 /*
  * What a VM is made of, independent of the engine that runs it. Today the one engine is
@@ -47,6 +48,7 @@ typedef struct VmConfig {
 	size_t n_disks;
 	VmPort ports[VM_PORTS_MAX];
 	size_t n_ports;
+	const HostSandbox *host_sandbox; /* QEMU's confinement; NULL or off: none */
 } VmConfig;
 
 typedef struct Engine Engine;

@@ -333,12 +333,19 @@ static void report_ready(Serve *s, int ready_fd)
 	/* The launcher relays these lines: where to find the VM, then the verdict. */
 	if (asprintf(&path, "%s/vm.json", s->vmm->run_dir) >= 0 &&
 	    read_full_file(path, 1024 * 1024, &text, NULL) >= 0) {
-		json_t *doc = json_loads(text, 0, NULL);
+		json_t *doc = json_loads(text, 0, NULL), *sandbox;
 		char *line;
 
 		line = json_dumps(json_pack("{s:s, s:O}", "event", "endpoints", "endpoints",
 					    json_object_get(doc, "endpoints")),
 				  JSON_COMPACT | JSON_SORT_KEYS);
+		if (line)
+			dprintf(ready_fd, "%s\n", line);
+		free(line);
+		sandbox = json_pack("{s:s, s:O}", "event", "host_sandbox", "hostSandbox",
+				    json_object_get(doc, "hostSandbox"));
+		line = sandbox ? json_dumps(sandbox, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(sandbox);
 		if (line)
 			dprintf(ready_fd, "%s\n", line);
 		free(line);
@@ -353,6 +360,21 @@ static void report_ready(Serve *s, int ready_fd)
 	}
 	dprintf(ready_fd, "ok\n");
 	close(ready_fd);
+}
+
+/*
+ * QEMU runs and every socket exists: from here on berth-vmm keeps to its run dir and the
+ * directory write_evidence() writes into (made now, since it cannot be made later).
+ */
+static int confine_self(Serve *s)
+{
+	_cleanup_free_ char *home = berth_home(), *evidence = NULL;
+	const char *write_dirs[2] = {};
+
+	if (!home || asprintf(&evidence, "%s/runs/%s", home, s->vmm->boot_id) < 0)
+		return log_error_errno(-ENOMEM, "out of memory");
+	write_dirs[0] = evidence;
+	return host_sandbox_apply_self(&s->vmm->host_sandbox, s->vmm->run_dir, write_dirs);
 }
 
 static int start(Serve *s)
@@ -389,6 +411,9 @@ static int start(Serve *s)
 	if (r < 0)
 		return log_error_errno(r, "cannot start QEMU: %m");
 	log_info("QEMU started (pid %d, %s)", (int)v->engine.pid, accel_to_string(v->vm.accel));
+	r = confine_self(s);
+	if (r < 0)
+		return r;
 	set_state(s, "booting");
 	r = ev_add_child_pidfd(s->loop, NULL, TAKE_FD(v->engine.pidfd), on_qemu_exit, s);
 	if (r < 0)

@@ -44,7 +44,9 @@ static void usage(void)
 	       "  --console-stderr     the kernel console on standard error\n"
 	       "  --foreground         do not detach\n"
 	       "  --channel-external   do not serve the channel: leave qemu-mux.sock in the run dir\n"
-	       "                       to another client (for testing protocol peers)\n");
+	       "                       to another client (for testing protocol peers)\n"
+	       "  --no-host-sandbox    run berth-vmm and QEMU without Landlock and seccomp\n"
+	       "                       (debugging only; see docs/vm.md)\n");
 }
 
 static int parse_args(int argc, char **argv, VmmArgs *a)
@@ -64,6 +66,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_CONSOLE_STDERR,
 		O_FOREGROUND,
 		O_CHANNEL_EXTERNAL,
+		O_NO_HOST_SANDBOX,
 		O_HELP
 	};
 	static const struct option options[] = {
@@ -81,6 +84,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"console-stderr", no_argument, NULL, O_CONSOLE_STDERR},
 		{"foreground", no_argument, NULL, O_FOREGROUND},
 		{"channel-external", no_argument, NULL, O_CHANNEL_EXTERNAL},
+		{"no-host-sandbox", no_argument, NULL, O_NO_HOST_SANDBOX},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
 	int c;
@@ -138,6 +142,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			break;
 		case O_CHANNEL_EXTERNAL:
 			a->channel_external = true;
+			break;
+		case O_NO_HOST_SANDBOX:
+			a->no_host_sandbox = true;
 			break;
 		case O_FOREGROUND:
 			a->foreground = true;
@@ -401,6 +408,7 @@ static int build_vm_config(Vmm *v)
 		.accel = accel_detect(),
 		.console_path = v->args.console_stderr ? NULL : v->console_path,
 		.extra_cmdline = v->cmdline_extra,
+		.host_sandbox = &v->host_sandbox,
 	};
 	if (c->accel == ACCEL_TCG) {
 		c->tsc_khz = tsc_measure_khz();
@@ -441,6 +449,10 @@ static int prepare(Vmm *v)
 	if (r < 0)
 		return r;
 	r = check_apps(v);
+	if (r < 0)
+		return r;
+	/* Before the run dir is taken: without Landlock nothing is started at all. */
+	r = host_sandbox_check(v->args.no_host_sandbox, &v->host_sandbox);
 	if (r < 0)
 		return r;
 

@@ -34,6 +34,7 @@ typedef struct VmmArgs {
 	bool console_stderr;
 	bool foreground;
 	bool channel_external; /* leave qemu-mux.sock to another client (protocol tests) */
+	bool no_host_sandbox;  /* run berth-vmm and QEMU unconfined (debugging only) */
 	unsigned cpus;
 	unsigned mem_mib;
 	const char *apps[VMM_APPS_MAX];
@@ -59,6 +60,7 @@ typedef struct Vmm {
 	long state_hash_ms;
 	int secrets_fd;
 	VmConfig vm;
+	HostSandbox host_sandbox;
 	Engine engine;
 	char started_at[40];
 	char boot_id[37];

@@ -1,0 +1,680 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Host confinement of berth-vmm and QEMU: Landlock for files, TCP and IPC scopes, seccomp
+ * for the system calls a VM supervisor and its emulator never need.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/filter.h>
+#include <linux/landlock.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "fileio.h"
+#include "host-sandbox.h"
+#include "log.h"
+#include "macros.h"
+#include "missing-landlock.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+#define LANDLOCK_ABI_FULL 6 /* every right and scope used here */
+
+#define FS_READ LANDLOCK_ACCESS_FS_READ_FILE
+#define FS_WRITE LANDLOCK_ACCESS_FS_WRITE_FILE
+#define FS_EXEC LANDLOCK_ACCESS_FS_EXECUTE
+/* ABI 1 is bits 0 (execute) to 12 (make symlink); newer rights are single bits above. */
+#define FS_ABI1 ((LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1)
+#define FS_ALL                                                              \
+	(FS_ABI1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE | \
+	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
+/* The only rights a rule on a file, rather than a directory, may carry. */
+#define FS_FILE_RIGHTS \
+	(FS_EXEC | FS_WRITE | FS_READ | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define NET_ALL (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
+
+/* berth-vmm in its run dir: vm.json (written atomically: create, truncate, rename), the
+ * sockets it listens on, the packed shares, and removing all of it after a clean stop. */
+#define RUN_DIR_RIGHTS                                                                    \
+	(FS_READ | FS_WRITE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_TRUNCATE | \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                     \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR)
+/* A directory berth-vmm writes one file into atomically (the boot evidence). */
+#define WRITE_DIR_RIGHTS                                                        \
+	(FS_WRITE | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_MAKE_REG | \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE)
+
+struct HostConfinement {
+	const char *who; /* "QEMU" or "berth-vmm", for messages */
+	int ruleset_fd;
+	uint64_t handled_fs;
+	struct sock_filter *insns;
+	unsigned short len;
+	unsigned int seccomp_flags;
+};
+
+typedef struct PathRule {
+	const char *path;
+	uint64_t access;
+	bool optional; /* absent on some hosts: then there is nothing to allow */
+} PathRule;
+
+/*
+ * What QEMU reads on the host besides its program, its libraries, its firmware and the VM's
+ * own files. The set comes from `strace -f` of real boots (TCG, QEMU 7.2). What QEMU and
+ * its libraries also look at but do without (/proc/self/status, /proc/filesystems,
+ * /proc/mounts, /proc/stat, the NUMA layout in /sys/devices/system, /sys/bus/nd, the
+ * working directory, /etc/localtime) stays out: each is refused and QEMU carries on.
+ */
+static const PathRule qemu_host_paths[] = {
+	/* Where the dynamic loader finds each library. */
+	{"/etc/ld.so.cache", FS_READ, true},
+	/* Seeds for QEMU's random numbers. */
+	{"/dev/urandom", FS_READ, false},
+	/* QEMU opens it read-write as a stand-in descriptor. */
+	{"/dev/null", FS_READ | FS_WRITE, false},
+};
+
+/* Namespace flags refused on clone(2); unshare(2) and setns(2) are refused outright. */
+static const unsigned long clone_ns_flags[] = {
+	CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
+	CLONE_NEWIPC,  CLONE_NEWPID, CLONE_NEWNET,
+};
+
+typedef struct DeniedSyscall {
+	const char *name;
+	int error;
+} DeniedSyscall;
+
+static const DeniedSyscall denied_syscalls[] = {
+	/* Debugging or reading another process. */
+	{"ptrace", EPERM},
+	{"process_vm_readv", EPERM},
+	{"process_vm_writev", EPERM},
+	/* Mounts, old and new API. */
+	{"mount", EPERM},
+	{"umount2", EPERM},
+	{"pivot_root", EPERM},
+	{"move_mount", EPERM},
+	{"open_tree", EPERM},
+	{"fsopen", EPERM},
+	{"fsconfig", EPERM},
+	{"fsmount", EPERM},
+	{"fspick", EPERM},
+	{"mount_setattr", EPERM},
+	/* Namespaces. */
+	{"unshare", EPERM},
+	{"setns", EPERM},
+	/* clone3 hides its flags behind a pointer a filter cannot read: it "does not exist",
+	 * and libc falls back to clone(), whose flags are checked. */
+	{"clone3", ENOSYS},
+	/* Kernel code and kernel-held secrets. */
+	{"init_module", EPERM},
+	{"finit_module", EPERM},
+	{"delete_module", EPERM},
+	{"kexec_load", EPERM},
+	{"kexec_file_load", EPERM},
+	{"bpf", EPERM},
+	{"perf_event_open", EPERM},
+	{"keyctl", EPERM},
+	{"add_key", EPERM},
+	{"request_key", EPERM},
+	/* io_uring runs file and socket operations that the filter never sees. */
+	{"io_uring_setup", EPERM},
+	{"io_uring_enter", EPERM},
+	{"io_uring_register", EPERM},
+};
+
+/* Only berth-vmm's filter has these: QEMU's is loaded before its own exec (and QEMU's
+ * -sandbox refuses exec once it runs). */
+static const DeniedSyscall denied_exec[] = {
+	{"execve", EPERM},
+	{"execveat", EPERM},
+};
+
+HostConfinement *host_confinement_free(HostConfinement *c)
+{
+	if (!c)
+		return NULL;
+	safe_close(c->ruleset_fd);
+	free(c->insns);
+	free(c);
+	return NULL;
+}
+
+/* The rights this kernel can enforce, newest first, each older ABI stripping its own. */
+static void handled_for_abi(int abi, struct landlock_ruleset_attr_v6 *attr)
+{
+	switch (MIN(abi, LANDLOCK_ABI_FULL)) {
+	case 1:
+		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_REFER;
+		/* fallthrough */
+	case 2:
+		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_TRUNCATE;
+		/* fallthrough */
+	case 3:
+		attr->handled_access_net = 0;
+		/* fallthrough */
+	case 4:
+		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_IOCTL_DEV;
+		/* fallthrough */
+	case 5:
+		attr->scoped = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+/* What a kernel of @abi cannot do that berth-vmm would use, "" when nothing. */
+static void abi_missing(int abi, char *buf, size_t size)
+{
+	static const struct {
+		int abi;
+		const char *what;
+	} rights[] = {
+		{3, "truncate rules"},
+		{4, "TCP rules"},
+		{5, "device ioctl rules"},
+		{6, "abstract unix socket and signal scoping"},
+	};
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < ELEMENTSOF(rights) && n < size; i++)
+		if (abi < rights[i].abi)
+			n += (size_t)snprintf(buf + n, size - n, "%s%s (ABI %d)", n ? ", " : "",
+					      rights[i].what, rights[i].abi);
+}
+
+static int confinement_new(const char *who, int abi, uint64_t scoped, HostConfinement **ret)
+{
+	struct landlock_ruleset_attr_v6 attr = {
+		.handled_access_fs = FS_ALL,
+		.handled_access_net = NET_ALL,
+		.scoped = scoped,
+	};
+	HostConfinement *c;
+
+	handled_for_abi(abi, &attr);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return log_error_errno(-ENOMEM, "out of memory");
+	c->who = who;
+	c->handled_fs = attr.handled_access_fs;
+	/* Handling TCP bind and connect with no port rule allows no TCP at all. */
+	c->ruleset_fd = missing_landlock_create_ruleset(&attr, sizeof(attr), 0);
+	if (c->ruleset_fd < 0) {
+		int r = -errno;
+
+		free(c);
+		return log_error_errno(r, "cannot create the Landlock ruleset for %s: %m", who);
+	}
+	*ret = c;
+	return 0;
+}
+
+/* Allow @access beneath the directory @fd refers to, or on the file. */
+static int allow_fd(HostConfinement *c, int fd, uint64_t access, const char *what)
+{
+	struct landlock_path_beneath_attr pb = {.parent_fd = fd};
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return log_error_errno(errno, "cannot confine %s: %s: %m", c->who, what);
+	if (!S_ISDIR(st.st_mode))
+		access &= FS_FILE_RIGHTS;
+	pb.allowed_access = access & c->handled_fs;
+	if (pb.allowed_access == 0)
+		return 0;
+	if (missing_landlock_add_rule(c->ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		return log_error_errno(errno, "cannot confine %s: a rule for %s: %m", c->who, what);
+	return 0;
+}
+
+/* The rule is on what @path resolves to: a symlink's target, as the kernel checks it. */
+static int allow_path(HostConfinement *c, const char *path, uint64_t access, bool optional)
+{
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+
+	if (fd < 0 && optional && errno == ENOENT)
+		return 0;
+	if (fd < 0)
+		return log_error_errno(errno, "cannot confine %s: %s: %m", c->who, path);
+	return allow_fd(c, fd, access, path);
+}
+
+static int allow_table(HostConfinement *c, const PathRule *rules, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = allow_path(c, rules[i].path, rules[i].access, rules[i].optional);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Like execvp(): a name without a slash is looked up in $PATH. */
+static char *find_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	char candidate[PATH_MAX];
+	struct stat st;
+
+	if (strchr(name, '/'))
+		return realpath(name, NULL);
+	if (!path || !*path)
+		path = "/bin:/usr/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		if (snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)(len ? len : 1),
+			     len ? path : ".", name) < (int)sizeof(candidate) &&
+		    stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(candidate, X_OK) == 0)
+			return realpath(candidate, NULL);
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	errno = ENOENT;
+	return NULL;
+}
+
+/* The PT_INTERP of a 64-bit ELF program; 0 and "" for a static one. */
+static int elf_interpreter(const char *program, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = open(program, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			return -ENOEXEC;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		if (ph.p_filesz < 2 || ph.p_filesz > size)
+			return -ENAMETOOLONG;
+		if (pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz ||
+		    buf[ph.p_filesz - 1] != '\0' || buf[0] != '/')
+			return -ENOEXEC;
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * The QEMU program: execute it and its dynamic loader (the kernel opens both for execve;
+ * Landlock checks nothing else for execution), read the loader's directory, where the
+ * system's shared libraries and QEMU's modules are (mmap of a library is a read), and
+ * QEMU's data directory <prefix>/share/qemu, where the microvm firmware is.
+ */
+static int allow_qemu_program(HostConfinement *c, const char *name)
+{
+	_cleanup_free_ char *program = find_program(name), *interp_real = NULL, *data = NULL;
+	char interp[PATH_MAX];
+	int r;
+
+	if (!program)
+		return log_error_errno(errno, "cannot find %s: %m. Install QEMU (qemu-system-x86).",
+				       name);
+	r = allow_path(c, program, FS_EXEC | FS_READ, false);
+	if (r < 0)
+		return r;
+	r = elf_interpreter(program, interp, sizeof(interp));
+	if (r < 0)
+		return log_error_errno(
+			r, "cannot confine QEMU: %s: not a program this host runs: %m", program);
+	if (interp[0]) {
+		interp_real = realpath(interp, NULL);
+		if (!interp_real)
+			return log_error_errno(errno, "cannot confine QEMU: %s: %m", interp);
+		r = allow_path(c, interp_real, FS_EXEC | FS_READ, false);
+		if (r >= 0)
+			r = allow_path(c, dirname(interp_real), FS_READ, false);
+		if (r < 0)
+			return r;
+	}
+	/* program is /prefix/bin/qemu-system-x86_64: the data is in /prefix/share/qemu. */
+	if (asprintf(&data, "%s/../share/qemu", dirname(program)) < 0)
+		return log_error_errno(-ENOMEM, "out of memory");
+	return allow_path(c, data, FS_READ, true);
+}
+
+/* The VM's own files, each through the descriptor QEMU reopens via /proc/self/fd. */
+static int allow_vm_files(HostConfinement *c, const VmConfig *cfg)
+{
+	int r = 0;
+
+	for (int k = 0; k < _ARTIFACT_KIND_MAX && r >= 0; k++)
+		r = allow_fd(c, cfg->artifacts->a[k].fd, FS_READ, cfg->artifacts->a[k].path);
+	for (size_t i = 0; i < cfg->n_disks && r >= 0; i++)
+		r = allow_fd(c, cfg->disks[i].fd, FS_READ | (cfg->disks[i].readonly ? 0 : FS_WRITE),
+			     cfg->disks[i].serial);
+	/* QEMU creates each channel socket (and may not remove anything there). */
+	for (size_t i = 0; i < cfg->n_ports && r >= 0; i++) {
+		_cleanup_free_ char *dir = strdup(cfg->ports[i].socket_path);
+
+		r = dir ? allow_path(c, dirname(dir), LANDLOCK_ACCESS_FS_MAKE_SOCK, false)
+			: log_error_errno(-ENOMEM, "out of memory");
+	}
+	if (r >= 0 && cfg->console_path) {
+		/* Made here, so that QEMU needs only to write (and truncate) it, not to create
+		 * files next to it. */
+		_cleanup_close_ int fd =
+			open(cfg->console_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+
+		if (fd < 0)
+			return log_error_errno(errno, "cannot create the console file %s: %m",
+					       cfg->console_path);
+		r = allow_fd(c, fd, FS_WRITE | LANDLOCK_ACCESS_FS_TRUNCATE, cfg->console_path);
+	}
+	if (r >= 0 && cfg->accel == ACCEL_KVM)
+		r = allow_path(c, "/dev/kvm", FS_READ | FS_WRITE | LANDLOCK_ACCESS_FS_IOCTL_DEV,
+			       false);
+	return r;
+}
+
+static void seccomp_ctx_releasep(scmp_filter_ctx *ctx)
+{
+	if (*ctx)
+		seccomp_release(*ctx);
+}
+
+static int filter_add_denied(scmp_filter_ctx ctx, const DeniedSyscall *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(list[i].name), r;
+
+		if (nr == __NR_SCMP_ERROR)
+			return -ENOSYS;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(list[i].error), nr, 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* libseccomp writes BPF to an fd; a memfd brings it back into memory, so that loading it
+ * later allocates nothing. */
+static int filter_export(scmp_filter_ctx ctx, HostConfinement *c)
+{
+	_cleanup_close_ int fd = memfd_create("berth-vmm-seccomp", MFD_CLOEXEC);
+	off_t size;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return r;
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
+		return -EINVAL;
+	c->insns = malloc((size_t)size);
+	if (!c->insns)
+		return -ENOMEM;
+	if (pread(fd, c->insns, (size_t)size, 0) != size)
+		return -EIO;
+	c->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+	return 0;
+}
+
+static int filter_build(HostConfinement *c, bool deny_exec)
+{
+	_cleanup_(seccomp_ctx_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r;
+
+	if (!ctx)
+		return log_error_errno(-ENOMEM, "out of memory");
+	/* A 32-bit or x32 system call would slip past rules written for the native table. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags) && r >= 0; i++)
+		r = seccomp_rule_add(
+			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			SCMP_A0_32(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]));
+	if (r >= 0)
+		r = filter_add_denied(ctx, denied_syscalls, ELEMENTSOF(denied_syscalls));
+	if (r >= 0 && deny_exec)
+		r = filter_add_denied(ctx, denied_exec, ELEMENTSOF(denied_exec));
+	if (r >= 0)
+		r = filter_export(ctx, c);
+	if (r < 0)
+		return log_error_errno(r, "cannot build the seccomp filter for %s: %m", c->who);
+	return 0;
+}
+
+int host_sandbox_check(bool disabled, HostSandbox *ret)
+{
+	int abi = missing_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	int error = abi < 0 ? errno : 0;
+
+	*ret = (HostSandbox){.enabled = !disabled, .abi = abi < 0 ? 0 : abi};
+	if (disabled) {
+		snprintf(ret->reason, sizeof(ret->reason), "turned off with --no-host-sandbox");
+		return 0;
+	}
+	if (abi < 1)
+		return log_error_errno(
+			-EOPNOTSUPP,
+			"this host kernel has no Landlock (%s), and berth-vmm does not run unconfined: boot a kernel of 5.13 or later with CONFIG_SECURITY_LANDLOCK=y and landlock in its lsm= list (see 'berth doctor'); for debugging only, pass --no-host-sandbox",
+			error == EOPNOTSUPP ? "built in but not enabled at boot"
+			: error == ENOSYS   ? "built without it"
+					    : strerrorname_np(error ?: EINVAL));
+	snprintf(ret->reason, sizeof(ret->reason), "not applied yet: applied once QEMU runs");
+	return 0;
+}
+
+int host_sandbox_prepare_qemu(const HostSandbox *hs, const VmConfig *cfg, HostConfinement **ret)
+{
+	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
+	int r;
+
+	if (!hs || !hs->enabled) {
+		*ret = NULL;
+		return 0;
+	}
+	r = confinement_new("QEMU", hs->abi,
+			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL, &c);
+	if (r >= 0)
+		r = allow_qemu_program(c,
+				       cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
+	if (r >= 0)
+		r = allow_table(c, qemu_host_paths, ELEMENTSOF(qemu_host_paths));
+	if (r >= 0)
+		r = allow_vm_files(c, cfg);
+	if (r >= 0)
+		r = filter_build(c, false);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+/* Landlock confines the calling thread only: berth-vmm must have no other. */
+static int threads_count(void)
+{
+	_cleanup_free_ char *status = NULL;
+	const char *p;
+	int r = read_full_file("/proc/self/status", 64 * 1024, &status, NULL);
+
+	if (r < 0)
+		return r;
+	p = strstr(status, "\nThreads:");
+	return p ? atoi(p + strlen("\nThreads:")) : -EPROTO;
+}
+
+int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
+			      const char *const *write_dirs, HostConfinement **ret)
+{
+	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
+	_cleanup_free_ char *parent = NULL;
+	int r, n;
+
+	if (!hs || !hs->enabled) {
+		*ret = NULL;
+		return 0;
+	}
+	n = threads_count();
+	parent = strdup(run_dir);
+	if (!parent)
+		return log_error_errno(-ENOMEM, "out of memory");
+	if (n != 1)
+		return log_error_errno(n < 0 ? n : -EBUSY,
+				       "cannot confine berth-vmm: it must have one thread, not %d",
+				       n);
+	/* Signals stay unscoped: QEMU's domain is not nested in this one, and berth-vmm
+	 * still kills QEMU (the stop timeout, and the parent-death signal as it exits). */
+	r = confinement_new("berth-vmm", hs->abi, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, &c);
+	if (r >= 0)
+		r = allow_path(c, run_dir, RUN_DIR_RIGHTS, false);
+	/* After a clean stop berth-vmm removes its run dir; Landlock checks that on the
+	 * parent, which otherwise gets nothing: only empty directories can go. */
+	if (r >= 0)
+		r = allow_path(c, dirname(parent), LANDLOCK_ACCESS_FS_REMOVE_DIR, false);
+	for (size_t i = 0; write_dirs && write_dirs[i] && r >= 0; i++) {
+		r = mkdir_p(write_dirs[i], 0700);
+		if (r < 0)
+			return log_error_errno(r, "cannot create %s: %m", write_dirs[i]);
+		r = allow_path(c, write_dirs[i], WRITE_DIR_RIGHTS, false);
+	}
+	if (r >= 0)
+		r = filter_build(c, true);
+	if (r < 0)
+		return r;
+	c->seccomp_flags = SECCOMP_FILTER_FLAG_TSYNC;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+static _noreturn_ void enter_failed(const HostConfinement *c, const char *step)
+{
+	log_error_errno(errno,
+			"cannot confine %s: %s failed: %m; stopping rather than run half-confined",
+			c->who, step);
+	_exit(HOST_SANDBOX_EXIT_FAILED);
+}
+
+void host_confinement_enter(HostConfinement *c)
+{
+	struct sock_fprog prog;
+
+	if (!c)
+		return;
+	prog = (struct sock_fprog){.len = c->len, .filter = c->insns};
+	/* Landlock and an unprivileged seccomp filter both need no_new_privs; it also keeps
+	 * a setuid program from gaining what the domain took away. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		enter_failed(c, "setting no_new_privs");
+	if (missing_landlock_restrict_self(c->ruleset_fd, 0) < 0)
+		enter_failed(c, "entering the Landlock domain");
+	/* Last, so that nothing above can be refused by it. With TSYNC a positive return is
+	 * a thread that could not be synchronised. */
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, c->seccomp_flags, &prog) != 0)
+		enter_failed(c, "loading the seccomp filter");
+	c->ruleset_fd = safe_close(c->ruleset_fd);
+}
+
+/* The test hook: what happens to an exec now. A child tries it; a close-on-exec pipe
+ * carries back its errno, or nothing if the exec went through. */
+static void exec_probe(const char *path)
+{
+	int pipefd[2], err = 0, status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		log_error_errno(errno, "exec probe: cannot run: %m");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		char *const argv[] = {(char *)path, NULL};
+		char *const envp[] = {NULL};
+
+		execve(path, argv, envp);
+		err = errno;
+		(void)!write(pipefd[1], &err, sizeof(err));
+		_exit(127);
+	}
+	safe_close(pipefd[1]);
+	if (pid < 0) {
+		safe_close(pipefd[0]);
+		log_error_errno(errno, "exec probe: cannot fork: %m");
+		return;
+	}
+	n = loop_read(pipefd[0], &err, sizeof(err));
+	safe_close(pipefd[0]);
+	(void)waitpid(pid, &status, 0);
+	if (n == (ssize_t)sizeof(err) && err > 0)
+		log_info("exec probe: refused (%s)", strerrorname_np(err) ?: "?");
+	else
+		log_error("exec probe: ALLOWED (%s ran)", path);
+}
+
+int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *const *write_dirs)
+{
+	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
+	const char *probe = getenv("BERTH_VMM_TEST_EXEC_PROBE");
+	char missing[160];
+	int r;
+
+	if (!hs->enabled) {
+		log_warning(
+			"host sandbox: off (--no-host-sandbox); berth-vmm and QEMU run unconfined");
+		return 0;
+	}
+	r = host_sandbox_prepare_self(hs, run_dir, write_dirs, &c);
+	if (r < 0)
+		return r;
+	host_confinement_enter(c);
+	hs->applied = true;
+	hs->reason[0] = '\0';
+	abi_missing(hs->abi, missing, sizeof(missing));
+	log_info("host sandbox: landlock+seccomp applied to berth-vmm and QEMU (Landlock ABI %d)",
+		 hs->abi);
+	if (missing[0])
+		log_warning("host sandbox: this kernel's Landlock has no %s; confinement is weaker",
+			    missing);
+	if (probe && *probe)
+		exec_probe(probe);
+	return 0;
+}
+
+json_t *host_sandbox_to_json(const HostSandbox *hs)
+{
+	json_t *o = json_pack("{s:o, s:b, s:i}", "kind",
+			      hs->enabled ? json_string("landlock+seccomp") : json_null(),
+			      "applied", hs->applied, "abi", hs->abi);
+
+	if (o && hs->reason[0])
+		json_object_set_new(o, "reason", json_string(hs->reason));
+	return o;
+}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -276,6 +277,13 @@ static int open_state_disk(Vmm *v)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return log_error("the state disk %s is not a regular file", v->args.state);
+	}
+	/* Two VMs on one state disk would corrupt it; say so before QEMU's own lock does. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return log_error(
+			"the state disk %s is in use by another VM; stop that one first (berth vm status)",
+			v->args.state);
 	}
 	v->state_fd = fd;
 	v->state_size = (uint64_t)st.st_size;

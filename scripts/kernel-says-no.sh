@@ -8,15 +8,9 @@ cd "$(dirname "$0")/.."
 berth=$PWD/build/src/berth/berth
 [ -x "$berth" ] || { echo "build first: scripts/main-job.sh" >&2; exit 1; }
 
-log=$(mktemp)
-(cd apps/filesystem && exec "$berth" dev >"$log" 2>&1) &
-dev=$!
-trap 'kill -INT $dev 2>/dev/null; wait $dev 2>/dev/null; rm -f "$log"' EXIT
-for _ in $(seq 900); do
-	grep -q '^VM ready in' "$log" && break
-	kill -0 $dev 2>/dev/null || { cat "$log"; exit 1; }
-	sleep 0.2
-done
+. scripts/lib-dev.sh
+dev_start apps/filesystem
+log=$dev_log
 grep '^VM ready in' "$log"
 grep 'capability-policy' "$log" | sed 's/^/  /' || true
 

@@ -18,15 +18,9 @@ step "Checking the host (berth doctor --sandbox vm)"
 build/src/berth/berth doctor --sandbox vm
 step "Booting apps/notes in a VM (berth dev) and calling it (berth rpc)"
 berth=$PWD/build/src/berth/berth
-log=$(mktemp)
-(cd apps/notes && exec "$berth" dev >"$log" 2>&1) &
-dev=$!
-trap 'kill -INT $dev 2>/dev/null; wait $dev 2>/dev/null; rm -f "$log"' EXIT
-for _ in $(seq 900); do
-	grep -q '^VM ready in' "$log" && break
-	kill -0 $dev 2>/dev/null || { cat "$log"; exit 1; }
-	sleep 0.2
-done
+. scripts/lib-dev.sh
+dev_start apps/notes
+log=$dev_log
 sed 's/^/    /' "$log"
 echo '$ berth rpc notes --export add_note --input '"'"'{"text":"hello from the main job"}'"'"
 "$berth" rpc notes --export add_note --input '{"text":"hello from the main job"}'
@@ -35,9 +29,6 @@ echo '$ berth rpc notes --export list_notes'
 echo '$ berth vm status'
 "$berth" vm status
 step "Stopping it (Ctrl-C to berth dev)"
-kill -INT $dev
-wait $dev || true
+dev_stop
 tail -2 "$log" | sed 's/^/    /'
-trap - EXIT
-rm -f "$log"
 printf '\nDone: built, installed, checked, booted apps/notes, called it and stopped it.\n'

@@ -20,34 +20,6 @@ static long now_ms(void)
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static int hash_fd(int fd, char ret_hex[65], uint64_t *ret_size)
-{
-	_cleanup_(sha256_freep) Sha256 *s = sha256_new();
-	static char buf[1 << 20];
-	uint64_t total = 0;
-	off_t off = 0;
-
-	if (!s)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		if (sha256_update(s, buf, (size_t)n) < 0)
-			return -EIO;
-		off += n;
-		total += (uint64_t)n;
-	}
-	*ret_size = total;
-	return sha256_final_hex(s, ret_hex);
-}
-
 static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_match, char *err,
 		    size_t errlen)
 {
@@ -71,7 +43,7 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 		snprintf(err, errlen, "%s: %s is not a regular file", pin->name, path);
 		return -EBADFD;
 	}
-	r = hash_fd(a->fd, a->sha256, &a->size);
+	r = sha256_fd_hex(a->fd, a->sha256, &a->size);
 	if (r < 0) {
 		snprintf(err, errlen, "%s: cannot read %s: %s", pin->name, path, strerror(-r));
 		return r;

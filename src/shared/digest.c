@@ -69,20 +69,17 @@ int sha256_buffer_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN 
 	return sha256_final_hex(s, ret_hex);
 }
 
-int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size)
+int sha256_fd_hex(int fd, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size)
 {
 	_cleanup_(sha256_freep) Sha256 *s = sha256_new();
-	_cleanup_close_ int fd = -EBADF;
-	static char buf[1 << 16];
+	static char buf[1 << 20];
 	uint64_t total = 0;
 
 	if (!s)
 		return -ENOMEM;
-	fd = RET_NERRNO(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY));
-	if (fd < 0)
-		return fd;
+	/* pread from 0: the descriptor's own offset is left alone for whoever reads it next. */
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)total);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -98,6 +95,15 @@ int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t
 	if (ret_size)
 		*ret_size = total;
 	return sha256_final_hex(s, ret_hex);
+}
+
+int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size)
+{
+	_cleanup_close_ int fd = RET_NERRNO(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+
+	if (fd < 0)
+		return fd;
+	return sha256_fd_hex(fd, ret_hex, ret_size);
 }
 
 int sha256_hex_valid(const char *s)

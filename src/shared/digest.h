@@ -23,7 +23,9 @@ static inline void sha256_freep(Sha256 **s)
 }
 
 int sha256_buffer_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN + 1]);
-/* Hash a whole file; @ret_size (may be NULL) gets its byte count. */
+/* Hash a whole file (or what @fd holds, read with pread from offset 0); @ret_size (may be
+ * NULL) gets its byte count. */
+int sha256_fd_hex(int fd, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size);
 int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size);
 /* True when @s is 64 lowercase hex digits. */
 int sha256_hex_valid(const char *s);

@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -98,6 +101,24 @@ static int mount_base(char *cgroup_opts, size_t size)
 			snprintf(cgroup_opts, size, "unavailable");
 	}
 	return 0;
+}
+
+/* The loopback device: the VM has no other network device, but apps talk to each other
+ * and to in-guest daemons on 127.0.0.1, and the kernel leaves lo down. */
+static void loopback_up(void)
+{
+	struct ifreq ifr = {};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			journal_logf("cannot bring up lo: %s", strerror(errno));
+	}
+	close(fd);
 }
 
 static int find_mux_port(char *ret, size_t size)
@@ -396,6 +417,7 @@ int main(void)
 		(void)ev_add_signal(init.loop, NULL, signals[i], on_signal, NULL);
 
 	boot_start(cgroup_opts);
+	loopback_up();
 	/* The control and log ports come first, so even a failed boot is reported. */
 	r = start_mux();
 	if (r >= 0)

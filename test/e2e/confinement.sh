@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 21
+plan 28
 trap 'pkill -9 -f "berth-vmm run --name e2e-confine" 2>/dev/null; rm -rf "$BERTH_HOME"' EXIT
 install_artifacts || { diag < "$BERTH_HOME/install.log"; exit 1; }
 rpc() { "$berth" rpc "$@" 2>&1; }
@@ -17,6 +17,7 @@ shares=$BERTH_HOME/shares
 mkdir -p "$shares"
 node "$src/sdk/node/bundle.mjs" "$src/apps/filesystem" "$shares/filesystem" >/dev/null
 cp -r "$src/test/e2e/fixtures/limits" "$shares/limits"
+cp "$bld/src/agent-init/agent-init-probe" "$shares/limits/probe"
 
 # A state disk prepared on the host: a symlink in the workspace that points out of it, and
 # a world-writable file outside the workspace (only Landlock stands in the way).
@@ -66,6 +67,20 @@ out=$(rpc filesystem --export probe_raw_socket --input '{"host":"127.0.0.1"}')
 check "raw sockets are refused" sh -c "echo '$out' | grep -q '\"opened\": false' && echo '$out' | grep -Eiq 'EPERM|not permitted'"
 out=$(rpc filesystem --export probe_user_namespace)
 check "a new user namespace is refused" sh -c "echo '$out' | grep -q '\"created\": false' && echo '$out' | grep -Eiq 'EPERM|not permitted'"
+
+# --- the rest of the milestone, from a static probe run inside the limits app ----------------
+fs_pid=$("$berth" vm status --json | python3 -c '
+import json,sys; d=json.load(sys.stdin)
+print([a["pid"] for v in d["vms"] for a in v["guest"]["apps"] if a["name"]=="filesystem"][0])')
+"$berth" rpc limits --export probe --input "{\"ops\":[\"connect=7000\",\"connect=7001\",\"io-uring\",\"vsock\",\"unshare-user\",\"kill=$fs_pid\",\"ptrace=$fs_pid\"]}" >"$BERTH_HOME/probe.json"
+probe_says() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["output"])' "$BERTH_HOME/probe.json" | grep -q "^$1: $2"; }
+check "TCP connect to the declared port passes Landlock (nobody listens: ECONNREFUSED)" probe_says connect=7000 ECONNREFUSED
+check "TCP connect to an undeclared port is refused (EACCES)" probe_says connect=7001 EACCES
+check "io_uring_setup is refused (ENOSYS)" probe_says io-uring ENOSYS
+check "socket(AF_VSOCK) is refused" probe_says vsock EPERM
+check "unshare(CLONE_NEWUSER) is refused" probe_says unshare-user EPERM
+check "signalling another app's process (another uid) is refused" probe_says "kill=$fs_pid" EPERM
+check "ptrace of another app's process is refused" probe_says "ptrace=$fs_pid" EPERM
 
 # --- cgroups --------------------------------------------------------------------------------
 "$berth" vm status >"$BERTH_HOME/status.txt"

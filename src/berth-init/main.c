@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "apps.h"
@@ -72,6 +73,9 @@ static const Mount base_mounts[] = {
 
 static _noreturn_ void power_off_now(void)
 {
+	/* The console is the log of last resort (berth vm logs reads it once the VM is
+	 * gone): let the serial line send its last lines before the machine stops. */
+	(void)tcdrain(STDOUT_FILENO);
 	sync();
 	reboot(RB_POWER_OFF);
 	for (;;)

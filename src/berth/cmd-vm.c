@@ -377,8 +377,7 @@ int cmd_vm_stop(int argc, char **argv)
 	vm = vm_json_load(dir);
 	(void)rundir_inspect(dir, &pid);
 
-	r = vm_control_request(dir, "{\"op\":\"shutdown\"}", (int)timeout,
-			       &reply);
+	r = vm_control_request(dir, "{\"op\":\"shutdown\"}", (int)timeout, &reply);
 	if (r < 0)
 		log_warning("the guest did not take the shutdown request (%s); it will be killed",
 			    strerror(-r));

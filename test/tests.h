@@ -30,56 +30,56 @@ static int tests_count;
 static inline void tests_register(const char *name, void (*func)(void))
 {
 	if (tests_count < TESTS_MAX)
-		tests_table[tests_count++] = (TestCase){ name, func };
+		tests_table[tests_count++] = (TestCase){name, func};
 }
 
-#define TEST(n)                                                                                    \
-	static void test_##n(void);                                                                \
-	__attribute__((constructor)) static void test_register_##n(void)                           \
-	{                                                                                          \
-		tests_register(#n, test_##n);                                                      \
-	}                                                                                          \
+#define TEST(n)                                                          \
+	static void test_##n(void);                                      \
+	__attribute__((constructor)) static void test_register_##n(void) \
+	{                                                                \
+		tests_register(#n, test_##n);                            \
+	}                                                                \
 	static void test_##n(void)
 
-#define TEST_FAIL(...)                                                                             \
-	do {                                                                                       \
-		printf("# %s:%d: ", __FILE__, __LINE__);                                           \
-		printf(__VA_ARGS__);                                                               \
-		printf("\n");                                                                      \
-		fflush(stdout);                                                                    \
-		_exit(1);                                                                          \
+#define TEST_FAIL(...)                                   \
+	do {                                             \
+		printf("# %s:%d: ", __FILE__, __LINE__); \
+		printf(__VA_ARGS__);                     \
+		printf("\n");                            \
+		fflush(stdout);                          \
+		_exit(1);                                \
 	} while (0)
 
-#define ASSERT_TRUE(expr)                                                                          \
-	do {                                                                                       \
-		if (!(expr))                                                                       \
-			TEST_FAIL("expected true: %s", #expr);                                     \
+#define ASSERT_TRUE(expr)                                      \
+	do {                                                   \
+		if (!(expr))                                   \
+			TEST_FAIL("expected true: %s", #expr); \
 	} while (0)
 #define ASSERT_FALSE(expr) ASSERT_TRUE(!(expr))
-#define ASSERT_EQ(a, b)                                                                            \
-	do {                                                                                       \
-		long long _a = (long long)(a), _b = (long long)(b);                                \
-		if (_a != _b)                                                                      \
-			TEST_FAIL("%s == %s: %lld != %lld", #a, #b, _a, _b);                       \
+#define ASSERT_EQ(a, b)                                                      \
+	do {                                                                 \
+		long long _a = (long long)(a), _b = (long long)(b);          \
+		if (_a != _b)                                                \
+			TEST_FAIL("%s == %s: %lld != %lld", #a, #b, _a, _b); \
 	} while (0)
-#define ASSERT_OK(expr)                                                                            \
-	do {                                                                                       \
-		long long _r = (long long)(expr);                                                  \
-		if (_r < 0)                                                                        \
-			TEST_FAIL("%s failed: %lld (%s)", #expr, _r, strerror((int)-_r));          \
+#define ASSERT_OK(expr)                                                                   \
+	do {                                                                              \
+		long long _r = (long long)(expr);                                         \
+		if (_r < 0)                                                               \
+			TEST_FAIL("%s failed: %lld (%s)", #expr, _r, strerror((int)-_r)); \
 	} while (0)
-#define ASSERT_ERROR(expr, err)                                                                    \
-	do {                                                                                       \
-		long long _r = (long long)(expr);                                                  \
-		if (_r != -(long long)(err))                                                       \
-			TEST_FAIL("%s: expected -%s, got %lld", #expr, #err, _r);                  \
+#define ASSERT_ERROR(expr, err)                                                   \
+	do {                                                                      \
+		long long _r = (long long)(expr);                                 \
+		if (_r != -(long long)(err))                                      \
+			TEST_FAIL("%s: expected -%s, got %lld", #expr, #err, _r); \
 	} while (0)
-#define ASSERT_STREQ(a, b)                                                                         \
-	do {                                                                                       \
-		const char *_a = (a), *_b = (b);                                                   \
-		if (!_a || !_b || strcmp(_a, _b) != 0)                                             \
-			TEST_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b, _a ? _a : "(null)",          \
-				  _b ? _b : "(null)");                                             \
+#define ASSERT_STREQ(a, b)                                                                  \
+	do {                                                                                \
+		const char *_a = (a), *_b = (b);                                            \
+		if (!_a || !_b || strcmp(_a, _b) != 0)                                      \
+			TEST_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b, _a ? _a : "(null)", \
+				  _b ? _b : "(null)");                                      \
 	} while (0)
 #define ASSERT_NOT_NULL(p) ASSERT_TRUE((p) != NULL)
 

@@ -21,24 +21,24 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Hand a pointer or fd out of a cleanup scope. */
-#define TAKE_PTR(p)                                                                                \
-	({                                                                                         \
-		__typeof__(p) _p = (p);                                                            \
-		(p) = NULL;                                                                        \
-		_p;                                                                                \
+#define TAKE_PTR(p)                     \
+	({                              \
+		__typeof__(p) _p = (p); \
+		(p) = NULL;             \
+		_p;                     \
 	})
-#define TAKE_FD(fd)                                                                                \
-	({                                                                                         \
-		int _fd = (fd);                                                                    \
-		(fd) = -EBADF;                                                                     \
-		_fd;                                                                               \
+#define TAKE_FD(fd)             \
+	({                      \
+		int _fd = (fd); \
+		(fd) = -EBADF;  \
+		_fd;            \
 	})
 
 /* Turn a libc "-1 and errno" return into "-errno". */
-#define RET_NERRNO(expr)                                                                           \
-	({                                                                                         \
-		__typeof__(expr) _r = (expr);                                                      \
-		_r < 0 ? -errno : _r;                                                              \
+#define RET_NERRNO(expr)                      \
+	({                                    \
+		__typeof__(expr) _r = (expr); \
+		_r < 0 ? -errno : _r;         \
 	})
 
 static inline void freep(void *p)

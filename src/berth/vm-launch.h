@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+
+#include "dev-bundle.h"
+#include "manifest.h"
+
+/*
+ * Booting one app in its own VM, as `berth dev` and `berth mcp` both do: load and check
+ * berth.yml, find berth-vmm and the pinned artifacts (installing them when missing),
+ * bundle the app, start berth-vmm detached and wait until the app is ready.
+ *
+ * Human lines go to standard output prefixed with @prefix; `berth mcp` points its
+ * standard output elsewhere before calling in, so nothing here reaches its MCP stream.
+ */
+typedef struct VmLaunch {
+	const char *prefix; /* "[berth:dev] " */
+	char *app_dir;	    /* absolute */
+	char *name;	    /* the app's name in berth.yml */
+	char *vm_name;	    /* berth-vmm --name */
+	char *run_dir;	    /* ~/.berth/run/vm/<vm_name> */
+	char *vmm;	    /* the berth-vmm binary */
+	char *state;	    /* the app's state disk */
+	Manifest *manifest;
+	Bundle bundle;
+	unsigned boot_timeout_ms;
+	char **vmm_args; /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
+} VmLaunch;
+
+#define VM_LAUNCH_BOOT_TIMEOUT_MS_DEFAULT (180 * 1000)
+
+/*
+ * vm_launch_load() - load @app_dir's berth.yml into @l and refuse what the VM cannot run
+ * (printing why). @runtime_flag is --runtime or NULL; the VM is named @vm_name_prefix
+ * followed by the app's name ("berth-dev-notes").
+ */
+int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
+		   const char *vm_name_prefix);
+
+/* Find berth-vmm and install the pinned artifacts when missing. */
+int vm_launch_prepare(VmLaunch *l);
+
+/* Bundle the app (again) into l->bundle. On failure @err says why. */
+int vm_launch_bundle(VmLaunch *l, char *err, size_t errlen);
+
+/* Start the VM with l->bundle and wait for the app's readiness; on failure print the
+ * guest's log. *@ret_ms is the time it took, @ret_boot_id gets the boot id. */
+int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37]);
+
+/* Stop the VM gracefully (berth vm stop). */
+int vm_launch_stop(VmLaunch *l);
+
+void vm_launch_done(VmLaunch *l);
+
+/* Monotonic milliseconds. */
+long long vm_launch_now_ms(void);
+
+/* Load @dir/berth.yml, printing the manifest's own error text on failure. */
+int vm_launch_load_manifest(const char *dir, Manifest **ret);

@@ -16,4 +16,5 @@ int cmd_validate(int argc, char **argv);
 int cmd_rpc(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_dev(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 int cmd_attest(int argc, char **argv);

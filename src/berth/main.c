@@ -23,6 +23,7 @@ static const Verb verbs[] = {
 	{NULL, "rpc", cmd_rpc, "call an export of a running app"},
 	{NULL, "init", cmd_init, "create an app folder from a template"},
 	{NULL, "dev", cmd_dev, "run the app in a VM, reloading on changes"},
+	{NULL, "mcp", cmd_mcp, "serve an app's exports as MCP tools over stdio"},
 	{NULL, "attest", cmd_attest, "print or verify the attestation record of a VM boot"},
 };
 

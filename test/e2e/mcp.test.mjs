@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: Apache-2.0
+// berth mcp driven by the official MCP TypeScript SDK client over stdio, against real VMs
+// (SPEC §3.2-3.5, §8.6). Each boot takes seconds under TCG, so the sessions are few and
+// each checks several things.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const src = process.env.BERTH_SOURCE_ROOT;
+const bld = process.env.BERTH_BUILD_DIR;
+const artifacts = process.env.BERTH_TEST_ARTIFACTS || join(src, "out/artifacts");
+const berth = join(bld, "src/berth/berth");
+const vmm = join(bld, "src/berth-vmm/berth-vmm");
+const have = ["vmlinux", "initrd.cpio", "rootfs.erofs"].every((f) => existsSync(join(artifacts, f)));
+const skip = have ? false : `no artifacts in ${artifacts}: run scripts/build-artifacts.sh`;
+const LONG = { timeout: 900_000, skip };
+
+let home;
+let env;
+
+function run(args, opts = {}) {
+	return spawnSync(berth, args, { env, encoding: "utf8", timeout: 300_000, ...opts });
+}
+
+function running(vmName) {
+	const r = run(["vm", "status", "--json"]);
+	return r.status === 0 && JSON.parse(r.stdout).some?.((v) => v.name === vmName && v.state !== "stopped");
+}
+
+async function waitFor(what, fn, seconds = 120) {
+	for (let i = 0; i < seconds * 5; i++) {
+		if (await fn()) return;
+		await new Promise((r) => setTimeout(r, 200));
+	}
+	assert.fail(`timed out waiting for ${what}`);
+}
+
+/** An MCP client on `berth mcp ARGS`; its stderr is kept for the checks. */
+async function connect(args, extraEnv = {}) {
+	const transport = new StdioClientTransport({
+		command: berth,
+		args: ["mcp", ...args],
+		env: { ...env, ...extraEnv },
+		stderr: "pipe",
+	});
+	const log = { text: "" };
+	transport.stderr.on("data", (d) => (log.text += d));
+	const client = new Client({ name: "berth-e2e", version: "1.0.0" });
+	const stray = [];
+	transport.onerror = (e) => stray.push(String(e));
+	await client.connect(transport);
+	return { client, transport, log, stray };
+}
+
+function text(result) {
+	return result.content.map((c) => c.text).join("\n");
+}
+
+before(() => {
+	if (skip) return;
+	home = mkdtempSync(join(tmpdir(), "berth-mcp-e2e."));
+	env = { ...process.env, BERTH_HOME: home, BERTH_AUDIT_PATH: join(home, "audit/audit.jsonl") };
+	const r = run(["vm", "install", "--from", artifacts, "--no-download", "--vmm", vmm]);
+	assert.equal(r.status, 0, r.stderr);
+});
+
+after(() => {
+	if (!home) return;
+	for (const name of ["berth-mcp-filesystem", "berth-mcp-mcp-slow", "berth-dev-notes"]) run(["vm", "stop", name]);
+	rmSync(home, { recursive: true, force: true });
+});
+
+test("refusals before anything boots keep standard output empty", { skip }, () => {
+	let r = run(["mcp", "--app", "notes", "--app-dir", join(src, "apps/notes"), "--only", "add_note,nope"], { input: "" });
+	assert.notEqual(r.status, 0);
+	assert.equal(r.stdout, "");
+	assert.match(r.stderr, /\[berth:mcp\] .*--only names export\(s\) not declared in "notes"'s berth.yml: nope — declared exports: add_note, list_notes, complete_note/);
+	r = run(["mcp", "--app", "notes", "--app-dir", join(src, "apps/notes"), "--no-boot"], { input: "" });
+	assert.notEqual(r.status, 0);
+	assert.equal(r.stdout, "");
+	assert.match(r.stderr, /no VM runs "notes" and --no-boot was given/);
+	r = run(["mcp", "--app", "x", "--app-dir", join(home, "nowhere")], { input: "" });
+	assert.notEqual(r.status, 0);
+	assert.equal(r.stdout, "");
+	assert.match(r.stderr, /couldn't load berth.yml from/);
+	for (const line of r.stderr.trim().split("\n")) assert.match(line, /^\[berth:mcp\] /);
+});
+
+test("own VM: tools, a kernel denial explained, the VM stopped when the client goes", LONG, async () => {
+	const appDir = join(src, "apps/filesystem");
+	const { client, transport, log, stray } = await connect(["--app", "filesystem", "--app-dir", appDir, "--run-id", "mcp-e2e-fs"]);
+	assert.match(log.text, /booting "filesystem" in VM berth-mcp-filesystem/);
+	assert.match(log.text, /kernel enforcement in this VM: enforced/);
+	assert.equal(client.getServerVersion().name, "berth-filesystem");
+	assert.equal(client.getServerVersion().version, "0.1.0");
+	assert.ok(running("berth-mcp-filesystem"));
+
+	const { tools } = await client.listTools();
+	const manifestExports = [...readFileSync(join(appDir, "berth.yml"), "utf8").matchAll(/^  - name: (\S+)/gm)].map((m) => m[1]);
+	assert.deepEqual(tools.map((t) => t.name), manifestExports);
+	const write = tools.find((t) => t.name === "write_file");
+	assert.equal(write.description, 'Berth resident app export "write_file" (from filesystem\'s berth.yml)');
+	assert.deepEqual(write.inputSchema, {
+		$schema: "http://json-schema.org/draft-07/schema#",
+		type: "object",
+		properties: { path: { type: "string" }, content: { type: "string" } },
+		required: ["path", "content"],
+	});
+	assert.deepEqual(tools.find((t) => t.name === "list_files").inputSchema, {
+		$schema: "http://json-schema.org/draft-07/schema#",
+		type: "object",
+		properties: {},
+	});
+	assert.deepEqual(tools.find((t) => t.name === "publish_context_event").inputSchema.properties.payload, {
+		type: "object",
+		propertyNames: { type: "string" },
+		additionalProperties: {},
+	});
+
+	// A write inside the workspace works; a write to /etc is the kernel's refusal, explained.
+	let r = await client.callTool({ name: "write_file", arguments: { path: "hello.txt", content: "hi" } });
+	assert.ok(!r.isError, text(r));
+	r = await client.callTool({ name: "write_file", arguments: { path: "../../../etc/berth-should-not-exist.txt", content: "x" } });
+	assert.equal(r.isError, true);
+	const denial = text(r);
+	assert.match(denial, /^BERTH CAPABILITY DENIAL$/m);
+	assert.match(denial, /^denied-by: the kernel/m);
+	assert.match(denial, /berth\.yml/);
+	assert.doesNotMatch(denial, /filesystem:write:\/etc/);
+
+	// Argument checks and unknown tools are results, not protocol errors.
+	r = await client.callTool({ name: "write_file", arguments: { path: 3 } });
+	assert.equal(r.isError, true);
+	assert.equal(
+		text(r),
+		"MCP error -32602: Input validation error: Invalid arguments for tool write_file: " +
+			"Invalid input: expected string, received number at path\nInvalid input: expected string, received undefined at content",
+	);
+	r = await client.callTool({ name: "no_such_tool", arguments: {} });
+	assert.equal(r.isError, true);
+	assert.equal(text(r), "MCP error -32602: Tool no_such_tool not found");
+	assert.deepEqual(await client.ping(), {});
+
+	await client.close();
+	await waitFor("the VM berth mcp booted to stop", () => !running("berth-mcp-filesystem"), 120);
+	assert.match(log.text, /stopping the VM berth-mcp-filesystem it booted/);
+	assert.deepEqual(stray, []);
+});
+
+test("attach to berth dev's VM, round trip, leave it running; stdout is only JSON-RPC", LONG, async () => {
+	const appDir = join(src, "apps/notes");
+	const dev = spawn(berth, ["dev"], { cwd: appDir, env, stdio: ["ignore", "pipe", "pipe"] });
+	let devOut = "";
+	dev.stdout.on("data", (d) => (devOut += d));
+	dev.stderr.on("data", (d) => (devOut += d));
+	try {
+		await waitFor("berth dev to be ready", () => /^VM ready in/m.test(devOut), 600);
+
+		const { client, log, stray } = await connect(["--app", "notes", "--app-dir", appDir, "--only", "add_note,list_notes"]);
+		assert.match(log.text, /attached to the running VM "berth-dev-notes"/);
+		const { tools } = await client.listTools();
+		assert.deepEqual(tools.map((t) => t.name), ["add_note", "list_notes"]);
+		const note = `from mcp ${process.pid}`;
+		let r = await client.callTool({ name: "add_note", arguments: { text: note, extra: "stripped" } });
+		assert.ok(!r.isError, text(r));
+		const { id } = JSON.parse(text(r));
+		assert.match(id, /^[0-9a-f-]{36}$/);
+		r = await client.callTool({ name: "list_notes", arguments: {} });
+		assert.ok(JSON.parse(text(r)).notes.some((n) => n.id === id && n.text === note));
+		r = await client.callTool({ name: "complete_note", arguments: { id } });
+		assert.equal(r.isError, true, "complete_note is not served with --only");
+		await client.close();
+		await new Promise((res) => setTimeout(res, 1000));
+		assert.ok(running("berth-dev-notes"), "berth dev's VM keeps running after the client goes");
+		assert.deepEqual(stray, []);
+
+		// A raw client: malformed input gets JSON-RPC errors, and stdout holds nothing else.
+		const raw = spawnSync(berth, ["mcp", "--app", "notes", "--app-dir", appDir], {
+			env,
+			encoding: "utf8",
+			timeout: 120_000,
+			input: [
+				JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "raw", version: "0" } } }),
+				JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+				"{not json",
+				"[1,2]",
+				JSON.stringify({ jsonrpc: "2.0", id: 2, method: "no/such" }),
+				JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "list_notes", arguments: {} } }),
+				JSON.stringify({ jsonrpc: "2.0", id: 4, method: "ping" }),
+				"x".repeat(5 * 1024 * 1024),
+				JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/list" }),
+				"",
+			].join("\n"),
+		});
+		assert.equal(raw.status, 0, raw.stderr);
+		const lines = raw.stdout.trim().split("\n");
+		const msgs = lines.map((l) => JSON.parse(l));
+		for (const m of msgs) assert.equal(m.jsonrpc, "2.0");
+		const byId = (id) => msgs.find((m) => m.id === id);
+		assert.equal(byId(1).result.protocolVersion, "2024-11-05");
+		assert.deepEqual(byId(1).result.capabilities, { tools: { listChanged: true } });
+		assert.equal(msgs.filter((m) => m.id === null && m.error?.code === -32700).length, 2, raw.stdout);
+		assert.ok(msgs.some((m) => m.id === null && m.error?.code === -32600));
+		assert.equal(byId(2).error.code, -32601);
+		assert.ok(JSON.parse(byId(3).result.content[0].text).notes.length >= 1);
+		assert.deepEqual(byId(4).result, {});
+		assert.equal(byId(5).result.tools.length, 3);
+		assert.equal(msgs.length, 8);
+		for (const line of raw.stderr.trim().split("\n")) assert.match(line, /^\[berth:mcp\] /);
+		assert.ok(running("berth-dev-notes"));
+	} finally {
+		dev.kill("SIGINT");
+		await new Promise((res) => dev.on("exit", res));
+	}
+});
+
+test("cancelled and unanswered calls, app errors, --warm", LONG, async () => {
+	const appDir = join(src, "test/e2e/fixtures/mcp-slow");
+	let r = run(["mcp", "--app", "mcp-slow", "--app-dir", appDir, "--warm"], { input: "" });
+	assert.equal(r.status, 0, r.stderr);
+	assert.equal(r.stdout, "");
+	assert.match(r.stderr, /warm: "mcp-slow" boots/);
+	assert.ok(!running("berth-mcp-mcp-slow"), "--warm stops what it booted");
+
+	const { client, log, stray } = await connect(["--app", "mcp-slow", "--app-dir", appDir, "--run-id", "mcp-e2e-slow"], {
+		BERTH_MCP_CALL_TIMEOUT_MS: "4000",
+	});
+	// Cancelled by the client: the SDK sends notifications/cancelled and rejects.
+	const ac = new AbortController();
+	const pending = client.callTool({ name: "sleep", arguments: { ms: 3000 } }, undefined, { signal: ac.signal, timeout: 60_000 });
+	setTimeout(() => ac.abort("changed my mind"), 500);
+	await assert.rejects(pending);
+	// The session goes on.
+	r = await client.callTool({ name: "echo", arguments: { text: "still here" } });
+	assert.deepEqual(JSON.parse(text(r)), { text: "still here" });
+	// No answer within the per-call timeout.
+	r = await client.callTool({ name: "sleep", arguments: { ms: 9000 } }, undefined, { timeout: 60_000 });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /^no answer from "sleep": it did not answer within 4 s\. The request may have reached the app, so it may have run — check before retrying anything that isn't safe to repeat\.$/);
+	// An app's own error comes back verbatim (it is no denial).
+	r = await client.callTool({ name: "fail", arguments: { message: "nothing to see" } });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /nothing to see/);
+	assert.doesNotMatch(text(r), /BERTH CAPABILITY DENIAL/);
+	await client.close();
+	await waitFor("the VM to stop", () => !running("berth-mcp-mcp-slow"), 120);
+	assert.deepEqual(stray, []);
+	assert.match(log.text, /serving mcp-slow's exports/);
+});
+
+test("the audit trail: every call recorded, verify passes, an edited record is caught", { skip }, () => {
+	const path = join(home, "audit/audit.jsonl");
+	const records = readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+	const boots = records.filter((r) => r.action === "sandbox.boot");
+	assert.ok(boots.length >= 3, `sandbox.boot records: ${boots.length}`);
+	for (const b of boots) {
+		assert.match(b.meta.evidence.bootId, /^[0-9a-f-]{36}$/);
+		assert.match(b.meta.evidence.imageDigest, /^sha256:[0-9a-f]{64}$/);
+		assert.equal(b.meta.evidence.isolation.kind, "microvm");
+	}
+	const calls = records.filter((r) => r.action === "tool.call");
+	const denied = calls.find((r) => r.target === "filesystem.write_file" && r.decision === "denied");
+	assert.ok(denied, "the /etc write is recorded as denied");
+	assert.equal(denied.reason, "BERTH CAPABILITY DENIAL");
+	assert.equal(denied.meta.runId, "mcp-e2e-fs");
+	assert.equal(denied.input, undefined, "payloads are not captured by default");
+	const cancelled = calls.find((r) => r.target === "mcp-slow.sleep" && r.meta.cancelled);
+	assert.ok(cancelled, "the cancelled call is recorded");
+	const timedOut = calls.find((r) => r.target === "mcp-slow.sleep" && !r.meta.cancelled);
+	assert.equal(timedOut.meta.outcome, "unknown");
+	assert.equal(timedOut.meta.failed, true);
+	assert.ok(calls.some((r) => r.target === "notes.add_note" && r.decision === "allowed"));
+	for (const r of calls) assert.match(r.meta.bridge, /^[0-9a-f]{16}$/);
+	assert.equal(statMode(path), 0o600);
+
+	let r = run(["audit", "verify"]);
+	assert.equal(r.status, 0, r.stdout + r.stderr);
+	assert.match(r.stdout, new RegExp(`Chain intact across ${records.length} records\\. Head: [0-9a-f]{16}…`));
+
+	r = run(["audit", "list", "--decision", "denied"]);
+	assert.equal(r.status, 0, r.stderr);
+	assert.match(r.stdout, /DENIED .*tool\.call {2}filesystem\.write_file {2}— BERTH CAPABILITY DENIAL/);
+
+	// Edit one record's decision in place: the chain breaks at exactly that record.
+	const lines = readFileSync(path, "utf8").split("\n");
+	const at = lines.findIndex((l) => l.includes('"target":"notes.add_note"'));
+	lines[at] = lines[at].replace('"decision":"allowed"', '"decision":"denied"');
+	writeFileSync(path, lines.join("\n"));
+	r = run(["audit", "verify"]);
+	assert.notEqual(r.status, 0);
+	assert.match(r.stdout + r.stderr, new RegExp(`audit\\.jsonl: BROKEN at record ${at + 1} — `));
+});
+
+function statMode(p) {
+	return spawnSync("stat", ["-c", "%a", p], { encoding: "utf8" }).stdout.trim() === "600" ? 0o600 : -1;
+}

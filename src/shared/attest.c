@@ -70,12 +70,32 @@ static bool json_has_real(json_t *v)
 	return false;
 }
 
-static int canonical_dump(json_t *v, char **ret)
+int attest_canonical_json(json_t *v, char **ret)
 {
+	char *s;
+
 	if (json_has_real(v))
 		return -EDOM;
-	*ret = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	return *ret ? 0 : -ENOMEM;
+	s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	if (!s)
+		return -ENOMEM;
+	/* jansson writes "\u001B"; JSON.stringify and Python write "\u001b". Outside strings
+	 * there is no backslash, and inside one an escape is a backslash and one character or
+	 * "u" and four hex digits, so this walk sees every escape and only escapes. */
+	for (char *p = s; *p; p++) {
+		if (*p != '\\')
+			continue;
+		p++;
+		if (!*p)
+			break;
+		if (*p != 'u')
+			continue;
+		for (int i = 1; i <= 4 && p[i]; i++)
+			p[i] = (char)tolower((unsigned char)p[i]);
+		p += 4;
+	}
+	*ret = s;
+	return 0;
 }
 
 int attest_canonical_sha256(json_t *v, char ret_hex[SHA256_HEX_LEN + 1])
@@ -91,7 +111,7 @@ int attest_canonical_sha256(json_t *v, char ret_hex[SHA256_HEX_LEN + 1])
 		json_object_del(copy, "recordSha256");
 		v = copy;
 	}
-	r = canonical_dump(v, &s);
+	r = attest_canonical_json(v, &s);
 	if (r < 0)
 		return r;
 	return sha256_buffer_hex(s, strlen(s), ret_hex);

@@ -13,9 +13,11 @@
  *
  * Canonical form (what recordSha256 and the audit chain hash): jansson's
  * JSON_COMPACT | JSON_SORT_KEYS dump -- keys sorted by their UTF-8 bytes, no whitespace,
- * strings as UTF-8 with only '"', '\\' and control characters escaped, integers in
- * decimal. A record holds no floating-point numbers, so the form is unambiguous;
- * attest_canonical_sha256() refuses one that does.
+ * strings as UTF-8 with only '"', '\\' and control characters escaped (\n, \t, ... and
+ * \u00xx in lowercase hex), integers in decimal. Python's json.dumps(v, sort_keys=True,
+ * separators=(",", ":"), ensure_ascii=False) gives the same text. A record holds no
+ * floating-point numbers, so the form is unambiguous; attest_canonical_sha256() refuses
+ * one that does.
  */
 
 #define ATTEST_SCHEMA_VERSION 1
@@ -27,6 +29,10 @@
 
 /* Boot and run ids: 1-128 of [A-Za-z0-9._-], not starting with '.'. */
 int attest_run_id_valid(const char *id);
+
+/* The canonical JSON text of @v (malloc()ed into *@ret). -EDOM when @v holds a real
+ * number. The audit chain (audit-log.h) hashes records in this form too. */
+int attest_canonical_json(json_t *v, char **ret);
 
 /* sha256 of the canonical JSON of @v without its top-level "recordSha256" (when @v is an
  * object). -EDOM when @v holds a real number. */

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -65,6 +67,7 @@ struct HostConfinement {
 	const char *who; /* "QEMU" or "berth-vmm", for messages */
 	int ruleset_fd;
 	uint64_t handled_fs;
+	uint64_t handled_net;
 	struct sock_filter *insns;
 	unsigned short len;
 	unsigned int seccomp_flags;
@@ -90,6 +93,17 @@ static const PathRule qemu_host_paths[] = {
 	{"/dev/urandom", FS_READ, false},
 	/* QEMU opens it read-write as a stand-in descriptor. */
 	{"/dev/null", FS_READ | FS_WRITE, false},
+};
+
+/*
+ * What glibc's getaddrinfo() reads for the egress dialer, besides the NSS modules it has
+ * loaded before the domain (egress_resolver_warm_up()). A file replaced after berth-vmm
+ * started (a new inode) is not covered: resolution fails then, and the dial says so.
+ */
+static const PathRule resolver_paths[] = {
+	{"/etc/nsswitch.conf", FS_READ, true}, {"/etc/hosts", FS_READ, true},
+	{"/etc/resolv.conf", FS_READ, true},   {"/etc/host.conf", FS_READ, true},
+	{"/etc/gai.conf", FS_READ, true},
 };
 
 /* Namespace flags refused on clone(2); unshare(2) and setns(2) are refused outright. */
@@ -204,11 +218,12 @@ static void abi_missing(int abi, char *buf, size_t size)
 					      rights[i].what, rights[i].abi);
 }
 
-static int confinement_new(const char *who, int abi, uint64_t scoped, HostConfinement **ret)
+static int confinement_new(const char *who, int abi, uint64_t scoped, uint64_t handled_net,
+			   HostConfinement **ret)
 {
 	struct landlock_ruleset_attr_v6 attr = {
 		.handled_access_fs = FS_ALL,
-		.handled_access_net = NET_ALL,
+		.handled_access_net = handled_net,
 		.scoped = scoped,
 	};
 	HostConfinement *c;
@@ -219,6 +234,7 @@ static int confinement_new(const char *who, int abi, uint64_t scoped, HostConfin
 		return log_error_errno(-ENOMEM, "out of memory");
 	c->who = who;
 	c->handled_fs = attr.handled_access_fs;
+	c->handled_net = attr.handled_access_net;
 	/* Handling TCP bind and connect with no port rule allows no TCP at all. */
 	c->ruleset_fd = missing_landlock_create_ruleset(&attr, sizeof(attr), 0);
 	if (c->ruleset_fd < 0) {
@@ -259,6 +275,20 @@ static int allow_path(HostConfinement *c, const char *path, uint64_t access, boo
 	if (fd < 0)
 		return log_error_errno(errno, "cannot confine %s: %s: %m", c->who, path);
 	return allow_fd(c, fd, access, path);
+}
+
+/* TCP connect to @port; nothing to do when this kernel's Landlock has no TCP rules. */
+static int allow_connect_port(HostConfinement *c, uint16_t port)
+{
+	struct landlock_net_port_attr np = {.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
+					    .port = port};
+
+	if (!(c->handled_net & LANDLOCK_ACCESS_NET_CONNECT_TCP))
+		return 0;
+	if (missing_landlock_add_rule(c->ruleset_fd, LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
+		return log_error_errno(errno, "cannot confine %s: a rule for TCP port %u: %m",
+				       c->who, (unsigned)port);
+	return 0;
 }
 
 static int allow_table(HostConfinement *c, const PathRule *rules, size_t n)
@@ -447,7 +477,47 @@ static int filter_export(scmp_filter_ctx ctx, HostConfinement *c)
 	return 0;
 }
 
-static int filter_build(HostConfinement *c, bool deny_exec)
+/*
+ * socket(2) by address family: AF_UNIX always; with the egress dialer also AF_INET and
+ * AF_INET6 (stream and datagram only: TCP, and UDP for DNS) and AF_NETLINK (NETLINK_ROUTE
+ * only, which getaddrinfo() uses to learn the local addresses). Landlock has no rule for
+ * UDP or raw sockets, so without a dialer this is what keeps berth-vmm off the network.
+ */
+static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
+{
+	const uint32_t refused = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+	int r = 0;
+
+	for (int f = 0; f < AF_MAX && r >= 0; f++) {
+		bool inet = f == AF_INET || f == AF_INET6;
+
+		if (f == AF_UNIX)
+			continue;
+		if (egress && inet) {
+			/* SOCK_STREAM (1) and SOCK_DGRAM (2); the flags above bit 3 are free. */
+			for (unsigned t = 0; t < 16 && r >= 0; t++)
+				if (t != SOCK_STREAM && t != SOCK_DGRAM)
+					r = seccomp_rule_add(
+						ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+						SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f),
+						SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, t));
+		} else if (egress && f == AF_NETLINK)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+					     SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f),
+					     SCMP_A2_32(SCMP_CMP_NE, NETLINK_ROUTE));
+		else
+			r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1,
+					     SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f));
+	}
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1,
+				     SCMP_A0_32(SCMP_CMP_GE, AF_MAX));
+	return r;
+}
+
+/* @sockets: NULL leaves socket(2) alone (QEMU); else restrict it (berth-vmm), with
+ * *@sockets telling whether the egress dialer runs. */
+static int filter_build(HostConfinement *c, bool deny_exec, const bool *sockets)
 {
 	_cleanup_(seccomp_ctx_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r;
@@ -464,6 +534,8 @@ static int filter_build(HostConfinement *c, bool deny_exec)
 		r = filter_add_denied(ctx, denied_syscalls, ELEMENTSOF(denied_syscalls));
 	if (r >= 0 && deny_exec)
 		r = filter_add_denied(ctx, denied_exec, ELEMENTSOF(denied_exec));
+	if (r >= 0 && sockets)
+		r = filter_add_sockets(ctx, *sockets);
 	if (r >= 0)
 		r = filter_export(ctx, c);
 	if (r < 0)
@@ -502,7 +574,8 @@ int host_sandbox_prepare_qemu(const HostSandbox *hs, const VmConfig *cfg, HostCo
 		return 0;
 	}
 	r = confinement_new("QEMU", hs->abi,
-			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL, &c);
+			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL, NET_ALL,
+			    &c);
 	if (r >= 0)
 		r = allow_qemu_program(c,
 				       cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
@@ -511,7 +584,7 @@ int host_sandbox_prepare_qemu(const HostSandbox *hs, const VmConfig *cfg, HostCo
 	if (r >= 0)
 		r = allow_vm_files(c, cfg);
 	if (r >= 0)
-		r = filter_build(c, false);
+		r = filter_build(c, false, NULL);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(c);
@@ -532,10 +605,12 @@ static int threads_count(void)
 }
 
 int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
-			      const char *const *write_dirs, HostConfinement **ret)
+			      const char *const *write_dirs, const HostEgress *egress,
+			      HostConfinement **ret)
 {
 	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
 	_cleanup_free_ char *parent = NULL;
+	bool sockets = egress != NULL;
 	int r, n;
 
 	if (!hs || !hs->enabled) {
@@ -552,7 +627,11 @@ int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
 				       n);
 	/* Signals stay unscoped: QEMU's domain is not nested in this one, and berth-vmm
 	 * still kills QEMU (the stop timeout, and the parent-death signal as it exits). */
-	r = confinement_new("berth-vmm", hs->abi, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, &c);
+	/* Handling TCP connect with a rule per port allows exactly those; not handling it
+	 * (a ":*" pattern) allows every port. Bind stays handled, with no rule: never. */
+	r = confinement_new("berth-vmm", hs->abi, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET,
+			    egress && egress->any_port ? LANDLOCK_ACCESS_NET_BIND_TCP : NET_ALL,
+			    &c);
 	if (r >= 0)
 		r = allow_path(c, run_dir, RUN_DIR_RIGHTS, false);
 	/* After a clean stop berth-vmm removes its run dir; Landlock checks that on the
@@ -565,8 +644,14 @@ int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
 			return log_error_errno(r, "cannot create %s: %m", write_dirs[i]);
 		r = allow_path(c, write_dirs[i], WRITE_DIR_RIGHTS, false);
 	}
+	if (egress) {
+		for (size_t i = 0; !egress->any_port && i < egress->n_ports && r >= 0; i++)
+			r = allow_connect_port(c, egress->ports[i]);
+		if (r >= 0)
+			r = allow_table(c, resolver_paths, ELEMENTSOF(resolver_paths));
+	}
 	if (r >= 0)
-		r = filter_build(c, true);
+		r = filter_build(c, true, &sockets);
 	if (r < 0)
 		return r;
 	c->seccomp_flags = SECCOMP_FILTER_FLAG_TSYNC;
@@ -639,7 +724,8 @@ static void exec_probe(const char *path)
 		log_error("exec probe: ALLOWED (%s ran)", path);
 }
 
-int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *const *write_dirs)
+int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *const *write_dirs,
+			    const HostEgress *egress)
 {
 	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
 	const char *probe = getenv("BERTH_VMM_TEST_EXEC_PROBE");
@@ -651,7 +737,7 @@ int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *co
 			"host sandbox: off (--no-host-sandbox); berth-vmm and QEMU run unconfined");
 		return 0;
 	}
-	r = host_sandbox_prepare_self(hs, run_dir, write_dirs, &c);
+	r = host_sandbox_prepare_self(hs, run_dir, write_dirs, egress, &c);
 	if (r < 0)
 		return r;
 	host_confinement_enter(c);
@@ -663,6 +749,19 @@ int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *co
 	if (missing[0])
 		log_warning("host sandbox: this kernel's Landlock has no %s; confinement is weaker",
 			    missing);
+	if (!egress)
+		log_info("host sandbox: no network for berth-vmm (no --egress-allow)");
+	else if (egress->any_port)
+		log_info("host sandbox: the egress dialer may connect to any TCP port");
+	else {
+		char ports[512] = "";
+		size_t n = 0;
+
+		for (size_t i = 0; i < egress->n_ports && n < sizeof(ports); i++)
+			n += (size_t)snprintf(ports + n, sizeof(ports) - n, "%s%u", i ? "," : "",
+					      (unsigned)egress->ports[i]);
+		log_info("host sandbox: the egress dialer may connect to TCP ports %s", ports);
+	}
 	if (probe && *probe)
 		exec_probe(probe);
 	return 0;

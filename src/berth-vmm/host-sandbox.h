@@ -15,6 +15,8 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct VmConfig;
 
@@ -32,6 +34,13 @@ typedef struct HostSandbox {
 
 /* A prepared domain and filter, not yet in force. */
 typedef struct HostConfinement HostConfinement;
+
+/* What berth-vmm's egress dialer may reach (docs/egress.md). */
+typedef struct HostEgress {
+	bool any_port;	       /* a ":*" pattern: TCP connect to every port */
+	const uint16_t *ports; /* otherwise TCP connect to exactly these */
+	size_t n_ports;
+} HostEgress;
 
 /*
  * host_sandbox_check() - find the host's Landlock ABI and decide whether berth-vmm can run.
@@ -64,15 +73,21 @@ int host_sandbox_prepare_qemu(const HostSandbox *hs, const struct VmConfig *cfg,
  * host_sandbox_prepare_self() - build berth-vmm's own domain and filter.
  * Read and write in @run_dir (files and sockets, and remove them); remove the run dir
  * itself (its parent: remove empty directories only); create and write files in each of
- * @write_dirs (NULL-terminated, may be NULL), which are made (0700) when missing. No TCP
- * (the egress dialer, when there is one, gets its ports here); abstract unix sockets
- * scoped. Signals are not scoped: berth-vmm must still be able to kill QEMU, whose domain
- * is not nested in its own.
+ * @write_dirs (NULL-terminated, may be NULL), which are made (0700) when missing.
+ * Network: with @egress NULL, no TCP at all and socket() only for AF_UNIX. With @egress,
+ * TCP connect to its ports only (every port for any_port; never bind), socket() for
+ * AF_UNIX, AF_INET and AF_INET6 (stream and datagram: TCP, and UDP for DNS) and
+ * AF_NETLINK (NETLINK_ROUTE, which getaddrinfo() asks about local addresses), and read
+ * access to what name resolution reads: /etc/hosts, /etc/resolv.conf, /etc/nsswitch.conf,
+ * /etc/host.conf, /etc/gai.conf (NSS modules must be loaded before, see
+ * egress_resolver_warm_up()). Abstract unix sockets scoped. Signals are not scoped:
+ * berth-vmm must still be able to kill QEMU, whose domain is not nested in its own.
  * Logs what failed and returns -errno, including when berth-vmm has more than one thread
  * (Landlock would confine only the calling one).
  */
 int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
-			      const char *const *write_dirs, HostConfinement **ret);
+			      const char *const *write_dirs, const HostEgress *egress,
+			      HostConfinement **ret);
 
 /*
  * host_confinement_enter() - put @c in force in the calling process: no_new_privs, the
@@ -96,7 +111,8 @@ static inline void host_confinement_freep(HostConfinement **c)
  * "exec probe: ALLOWED". It only ever tries what the filter must refuse.
  * Returns -errno (logged) when preparing failed, before anything was restricted.
  */
-int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *const *write_dirs);
+int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *const *write_dirs,
+			    const HostEgress *egress);
 
 /* {"kind": "landlock+seccomp"|null, "applied": bool, "abi": N, "reason"?: "..."} */
 json_t *host_sandbox_to_json(const HostSandbox *hs);

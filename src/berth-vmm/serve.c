@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "egress-dialer.h"
 #include "evloop.h"
 #include "fileio.h"
 #include "line-conn.h"
@@ -51,12 +52,14 @@ typedef struct Serve {
 	Vmm *vmm;
 	EvLoop *loop;
 	MuxIo *io;
+	EgressDialer *egress;
 	LineConn *events;
 	Listener listeners[2 + VMM_APPS_MAX];
 	size_t n_listeners;
 	Pending pending[PENDING_MAX];
 	size_t n_pending;
 	char mux_path[108];
+	const char *connect_path; /* mux_path, or --channel-connect */
 	uint64_t connect_deadline;
 	EvSource *connect_timer, *stop_timer;
 	bool booted, powered_off, stop_requested, qemu_gone;
@@ -242,7 +245,7 @@ static int try_connect_mux(EvSource *src, uint64_t usec, void *userdata)
 	Serve *s = userdata;
 	int fd;
 
-	strcpy(sa.sun_path, s->mux_path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->connect_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 		(void)mux_io_set_transport(s->io, fd);
@@ -250,7 +253,7 @@ static int try_connect_mux(EvSource *src, uint64_t usec, void *userdata)
 	}
 	safe_close(fd);
 	if (ev_time_now() > s->connect_deadline || s->qemu_gone) {
-		log_error("QEMU never opened its channel socket %s", s->mux_path);
+		log_error("QEMU never opened its channel socket %s", s->connect_path);
 		s->vmm->engine.ops->stop(&s->vmm->engine);
 		return 0;
 	}
@@ -267,7 +270,7 @@ static int on_qemu_gone_settled(EvSource *src, uint64_t usec, void *userdata)
 	bool clean = s->qemu_code == CLD_EXITED && s->qemu_status == 0;
 
 	/* With an external channel client, the guest's events are not ours to see. */
-	if (s->vmm->args.channel_external && clean)
+	if ((s->vmm->args.channel_external || s->vmm->args.channel_connect) && clean)
 		s->powered_off = true;
 	if (s->powered_off && clean) {
 		log_info("the guest powered off (exit code %d)", s->guest_exit_code);
@@ -369,12 +372,26 @@ static void report_ready(Serve *s, int ready_fd)
 static int confine_self(Serve *s)
 {
 	_cleanup_free_ char *home = berth_home(), *evidence = NULL;
+	const EgressAllowlist *allow = &s->vmm->args.egress.allow;
+	uint16_t ports[2 * EGRESS_PATTERNS_MAX];
 	const char *write_dirs[2] = {};
+	HostEgress egress = {.ports = ports};
+	int n;
 
 	if (!home || asprintf(&evidence, "%s/runs/%s", home, s->vmm->boot_id) < 0)
 		return log_error_errno(-ENOMEM, "out of memory");
 	write_dirs[0] = evidence;
-	return host_sandbox_apply_self(&s->vmm->host_sandbox, s->vmm->run_dir, write_dirs);
+	if (allow->n == 0)
+		return host_sandbox_apply_self(&s->vmm->host_sandbox, s->vmm->run_dir, write_dirs,
+					       NULL);
+	/* The dialer's TCP ports are exactly those its patterns can reach. */
+	n = egress_allowlist_ports(allow, ports, ELEMENTSOF(ports), &egress.any_port);
+	if (n < 0)
+		return log_error_errno(n, "cannot list the egress ports: %m");
+	egress.n_ports = (size_t)n;
+	/* glibc loads its NSS modules on first use; the domain would forbid that later. */
+	egress_resolver_warm_up();
+	return host_sandbox_apply_self(&s->vmm->host_sandbox, s->vmm->run_dir, write_dirs, &egress);
 }
 
 static int start(Serve *s)
@@ -389,6 +406,11 @@ static int start(Serve *s)
 	r = mux_io_new(s->loop, &cfg, &s->io);
 	if (r < 0)
 		return r;
+	/* Port 1026 always answers: without --egress-allow, every dial is denied, and the
+	 * guest is told so. */
+	r = egress_dialer_new(s->loop, s->io, &v->args.egress, v->log_fd, &s->egress);
+	if (r < 0)
+		return log_error_errno(r, "cannot start the egress dialer: %m");
 	r = v->args.channel_external ? 0 : add_listener(s, "control.sock", MUX_PORT_CONTROL);
 	if (r >= 0 && !v->args.channel_external)
 		r = add_listener(s, "logs.sock", MUX_PORT_LOG);
@@ -405,6 +427,15 @@ static int start(Serve *s)
 
 	snprintf(s->mux_path, sizeof(s->mux_path), "%s/qemu-mux.sock", v->run_dir);
 	v->vm.ports[0] = (VmPort){"berth.mux", s->mux_path};
+	s->connect_path = s->mux_path;
+	if (v->args.channel_connect) {
+		/* Testing: the program listening there plays the guest; QEMU's own socket
+		 * stays unconnected. */
+		log_warning(
+			"the channel goes to %s, not to the VM (--channel-connect, testing only)",
+			v->args.channel_connect);
+		s->connect_path = v->args.channel_connect;
+	}
 	v->vm.n_ports = 1;
 	set_state(s, "starting");
 	r = v->engine.ops->start(&v->engine, &v->vm);
@@ -475,6 +506,7 @@ int vmm_serve(Vmm *v, int ready_fd)
 	for (size_t i = 0; i < s.n_pending; i++)
 		close(s.pending[i].fd);
 	line_conn_free(s.events);
+	egress_dialer_free(s.egress);
 	mux_io_free(s.io);
 	ev_loop_free(s.loop);
 	engine_done(&v->engine);

@@ -51,7 +51,7 @@ static json_t *endpoints_json(const Vmm *v)
 	json_object_set_new(o, "logs", run_dir_path(v, "logs.sock"));
 	json_object_set_new(o, "rpc", rpc);
 	json_object_set_new(o, "console", json_string(v->console_path ? v->console_path : ""));
-	json_object_set_new(o, "egress", json_null());
+	json_object_set_new(o, "egress", egress_config_to_json(&v->args.egress));
 	return o;
 }
 

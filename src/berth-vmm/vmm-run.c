@@ -46,6 +46,11 @@ static void usage(void)
 	       "  --foreground         do not detach\n"
 	       "  --channel-external   do not serve the channel: leave qemu-mux.sock in the run dir\n"
 	       "                       to another client (for testing protocol peers)\n"
+	       "  --channel-connect PATH  connect the channel to the unix socket PATH instead of\n"
+	       "                       QEMU's (testing: the program listening there plays the guest)\n"
+	       "  --egress-allow PATTERN  a host the guest may reach: host, host:port or host:*\n"
+	       "                       ('*' globs; no port: 80 and 443); repeatable; none: no egress\n"
+	       "  --egress-max-conns N egress connections at once (default 64)\n"
 	       "  --no-host-sandbox    run berth-vmm and QEMU without Landlock and seccomp\n"
 	       "                       (debugging only; see docs/vm.md)\n");
 }
@@ -68,6 +73,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_FOREGROUND,
 		O_CHANNEL_EXTERNAL,
 		O_NO_HOST_SANDBOX,
+		O_CHANNEL_CONNECT,
+		O_EGRESS_ALLOW,
+		O_EGRESS_MAX_CONNS,
 		O_HELP
 	};
 	static const struct option options[] = {
@@ -86,11 +94,18 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"foreground", no_argument, NULL, O_FOREGROUND},
 		{"channel-external", no_argument, NULL, O_CHANNEL_EXTERNAL},
 		{"no-host-sandbox", no_argument, NULL, O_NO_HOST_SANDBOX},
+		{"channel-connect", required_argument, NULL, O_CHANNEL_CONNECT},
+		{"egress-allow", required_argument, NULL, O_EGRESS_ALLOW},
+		{"egress-max-conns", required_argument, NULL, O_EGRESS_MAX_CONNS},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
-	int c;
+	char err[512];
+	int c, r;
 
-	*a = (VmmArgs){.cpus = 2, .mem_mib = 512, .state_size_mib = 1024};
+	*a = (VmmArgs){.cpus = 2,
+		       .mem_mib = 512,
+		       .state_size_mib = 1024,
+		       .egress.max_conns = EGRESS_MAX_CONNS_DEFAULT};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		switch (c) {
@@ -147,6 +162,24 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		case O_NO_HOST_SANDBOX:
 			a->no_host_sandbox = true;
 			break;
+		case O_CHANNEL_CONNECT:
+			a->channel_connect = optarg;
+			break;
+		case O_EGRESS_ALLOW:
+			/* The allowlist comes from here only, never from the guest. */
+			r = egress_allowlist_add(&a->egress.allow, optarg, err, sizeof(err));
+			if (r == -ENOMEM)
+				return log_error_errno(r, "out of memory");
+			if (r < 0)
+				return log_error("%s", err);
+			break;
+		case O_EGRESS_MAX_CONNS:
+			if (parse_uint_range(optarg, 1, EGRESS_MAX_CONNS_MAX,
+					     &a->egress.max_conns) < 0)
+				return log_error(
+					"--egress-max-conns takes a whole number from 1 to %d, not '%s'",
+					EGRESS_MAX_CONNS_MAX, optarg);
+			break;
 		case O_FOREGROUND:
 			a->foreground = true;
 			break;
@@ -162,6 +195,11 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 				 argv[optind]);
 	if (!a->name)
 		return log_error("berth-vmm run needs --name NAME; see 'berth-vmm run --help'");
+	if (a->channel_connect && a->channel_external)
+		return log_error("--channel-connect and --channel-external exclude each other");
+	if (a->channel_connect && strlen(a->channel_connect) > SOCKET_PATH_MAX)
+		return log_error("--channel-connect %s: a unix socket path is at most %d bytes",
+				 a->channel_connect, SOCKET_PATH_MAX);
 	if (!vm_name_valid(a->name))
 		return log_error(
 			"invalid VM name '%s': use 1-64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit",
@@ -494,6 +532,10 @@ static int prepare(Vmm *v)
 	if (v->log_fd < 0)
 		return log_error_errno(errno, "cannot create %s: %m", v->log_path);
 	log_set_extra_fd(v->log_fd);
+	/* After the log file exists: the test-only setting is warned about in vmm.log too. */
+	r = egress_config_test_cidr_from_env(&v->args.egress);
+	if (r < 0)
+		return r;
 
 	if (v->args.state && (r = open_state_disk(v)) < 0)
 		return r;
@@ -525,6 +567,7 @@ static void cleanup(Vmm *v)
 	free(v->console_path);
 	free(v->log_path);
 	free(v->cmdline_extra);
+	egress_config_done(&v->args.egress);
 }
 
 /*
@@ -569,8 +612,10 @@ int vmm_run_main(int argc, char **argv)
 	Vmm v = {.engine = {.ops = &engine_qemu_ops, .pidfd = -EBADF}};
 	int r, ready_fd = -EBADF;
 
-	if (parse_args(argc, argv, &v.args) < 0)
+	if (parse_args(argc, argv, &v.args) < 0) {
+		egress_config_done(&v.args.egress);
 		return 2;
+	}
 	r = prepare(&v);
 	if (r < 0) {
 		/* A run dir we created and never served is not left behind as stale. */

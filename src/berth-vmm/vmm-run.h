@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "artifacts.h"
+#include "egress-dialer.h"
 #include "engine.h"
 #include "share.h"
 
@@ -35,6 +36,10 @@ typedef struct VmmArgs {
 	bool foreground;
 	bool channel_external; /* leave qemu-mux.sock to another client (protocol tests) */
 	bool no_host_sandbox;  /* run berth-vmm and QEMU unconfined (debugging only) */
+	/* Testing: connect the channel to this unix socket instead of QEMU's; the program
+	 * listening there plays the guest. */
+	const char *channel_connect;
+	EgressConfig egress; /* --egress-allow, --egress-max-conns, the test-only CIDR */
 	unsigned cpus;
 	unsigned mem_mib;
 	const char *apps[VMM_APPS_MAX];

@@ -10,7 +10,7 @@ require_artifacts
 new_home
 probe=$bld/test/e2e/host-sandbox-probe
 [ -x "$probe" ] || skip_all "no $probe: build the tree first"
-plan 37
+plan 42
 vmm_pids=()
 cleanup() {
 	for p in "${vmm_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
@@ -118,8 +118,9 @@ evidence=$BERTH_HOME/runs/probe-boot
 	"bind-unix=$prun/control.sock" "write-atomic=$evidence/evidence.json" \
 	"read=$BERTH_HOME/config.yml" "write=$BERTH_HOME/config.yml" "create=$BERTH_HOME/new" \
 	read=/etc/shadow "read=$kernel" "write=$other/vm.json" "rm-rf=$other" exec=/bin/true \
-	tcp-connect=9 tcp-bind=0 abstract-connect signal-parent ptrace unshare-user clone-newns \
-	clone3 mount bpf keyctl init-module io-uring perf-event "rm-rf=$prun" \
+	tcp-connect=9 tcp-bind=0 udp-socket udp6-socket raw-socket packet-socket netlink-route \
+	resolve=localhost read=/etc/hosts abstract-connect signal-parent ptrace unshare-user \
+	clone-newns clone3 mount bpf keyctl init-module io-uring perf-event "rm-rf=$prun" \
 	>"$BERTH_HOME/self-probe.txt" 2>&1
 check "berth-vmm's domain writes its run dir (atomically) and the evidence dir, and makes sockets" \
 	expect "$BERTH_HOME/self-probe.txt" "write-atomic=$prun/vm.json: ok" "read=$prun/vm.json: ok" \
@@ -131,8 +132,12 @@ check "berth-vmm cannot read or write outside: ~/.berth, /etc/shadow, the kernel
 	"rm-rf=$other: EACCES"
 check "another VM's run dir is still there" test -f "$other/vm.json"
 check "berth-vmm's filter refuses exec" expect "$BERTH_HOME/self-probe.txt" "exec=/bin/true: EPERM"
-check "berth-vmm has no TCP (no egress dialer yet)" \
-	expect "$BERTH_HOME/self-probe.txt" "tcp-connect=9: EACCES" "tcp-bind=0: EACCES"
+check "without --egress-allow berth-vmm has no network: no inet, packet or netlink socket" \
+	expect "$BERTH_HOME/self-probe.txt" "tcp-connect=9: EAFNOSUPPORT" "tcp-bind=0: EAFNOSUPPORT" \
+	"udp-socket: EAFNOSUPPORT" "udp6-socket: EAFNOSUPPORT" "raw-socket: EAFNOSUPPORT" \
+	"packet-socket: EAFNOSUPPORT" "netlink-route: EAFNOSUPPORT"
+check "and resolves nothing: /etc/hosts is not readable" \
+	expect "$BERTH_HOME/self-probe.txt" "resolve=localhost: ENOENT" "read=/etc/hosts: EACCES"
 check "berth-vmm reaches no abstract socket, and may still signal (to kill QEMU)" \
 	expect "$BERTH_HOME/self-probe.txt" "abstract-connect: EPERM" "signal-parent: ok"
 check "berth-vmm's filter refuses ptrace, namespaces, mounts, bpf, keyrings, modules, io_uring, perf" \
@@ -142,6 +147,32 @@ check "berth-vmm's filter refuses ptrace, namespaces, mounts, bpf, keyrings, mod
 check "berth-vmm's domain removes its own run dir" \
 	expect "$BERTH_HOME/self-probe.txt" "rm-rf=$prun: ok"
 rm -rf "$other"
+
+# --- berth-vmm's domain with the egress dialer (--egress-allow) -----------------------------
+# Ports 18443 and 18080 stand for an allowlist such as x.test:18443 and y.test:18080; the
+# probe listens on both on 127.0.0.1 before it enters the domain.
+mkdir -p "$prun"
+"$probe" self-egress "$prun" "$evidence" 18443,18080 tcp-connect=18443 tcp-connect=18080 \
+	tcp-connect=18444 tcp-connect=9 tcp-bind=0 udp-socket udp6-socket raw-socket packet-socket \
+	netlink-route netlink-audit resolve=localhost read=/etc/hosts read=/etc/resolv.conf \
+	read=/etc/shadow "read=$BERTH_HOME/config.yml" exec=/bin/true \
+	>"$BERTH_HOME/egress-probe.txt" 2>&1
+check "with an allowlist berth-vmm connects to exactly its ports, and binds none" \
+	expect "$BERTH_HOME/egress-probe.txt" "tcp-connect=18443: ok" "tcp-connect=18080: ok" \
+	"tcp-connect=18444: EACCES" "tcp-connect=9: EACCES" "tcp-bind=0: EACCES"
+check "it may make TCP/UDP sockets and ask netlink for routes, nothing raw, no packet socket" \
+	expect "$BERTH_HOME/egress-probe.txt" "udp-socket: ok" "udp6-socket: ok" "raw-socket: EPERM" \
+	"packet-socket: EAFNOSUPPORT" "netlink-route: ok" "netlink-audit: EPERM"
+check "it resolves names (/etc/hosts, /etc/resolv.conf) and still reads nothing else" \
+	expect "$BERTH_HOME/egress-probe.txt" "resolve=localhost: ok" "read=/etc/hosts: ok" \
+	"read=/etc/resolv.conf: ok" "read=/etc/shadow: EACCES" "read=$BERTH_HOME/config.yml: EACCES" \
+	"exec=/bin/true: EPERM"
+"$probe" self-egress "$prun" "$evidence" '*' tcp-connect=18444 tcp-connect=9 tcp-bind=0 \
+	>"$BERTH_HOME/egress-any-probe.txt" 2>&1
+check "a host:* pattern lets it connect to any port (nothing listens: refused by the peer), never bind" \
+	expect "$BERTH_HOME/egress-any-probe.txt" "tcp-connect=18444: ECONNREFUSED" \
+	"tcp-connect=9: ECONNREFUSED" "tcp-bind=0: EACCES"
+rm -rf "$prun"
 
 # --- no Landlock: a filter makes landlock_create_ruleset() ENOSYS for the real binary ----
 name=e2e-hs-off

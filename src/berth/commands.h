@@ -11,6 +11,8 @@ int cmd_vm_install(int argc, char **argv);
 int cmd_vm_status(int argc, char **argv);
 int cmd_vm_logs(int argc, char **argv);
 int cmd_vm_stop(int argc, char **argv);
+int cmd_audit_verify(int argc, char **argv);
+int cmd_audit_list(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_rpc(int argc, char **argv);

@@ -18,6 +18,8 @@ static const Verb verbs[] = {
 	{"vm", "status", cmd_vm_status, "list running VMs, their apps and limits"},
 	{"vm", "logs", cmd_vm_logs, "print a VM's guest log"},
 	{"vm", "stop", cmd_vm_stop, "stop a VM gracefully"},
+	{"audit", "verify", cmd_audit_verify, "check the audit trail's hash chain"},
+	{"audit", "list", cmd_audit_list, "print audit records, filtered"},
 	{NULL, "doctor", cmd_doctor, "check that this host can run sandboxes"},
 	{NULL, "validate", cmd_validate, "check an app's berth.yml"},
 	{NULL, "rpc", cmd_rpc, "call an export of a running app"},
@@ -59,6 +61,13 @@ int main(int argc, char **argv)
 		shift = 2;
 		if (argc < 3) {
 			log_error("'berth vm' needs a command: install, status, logs or stop");
+			return 2;
+		}
+	} else if (streq(argv[1], "audit")) {
+		group = "audit";
+		shift = 2;
+		if (argc < 3) {
+			log_error("'berth audit' needs a command: verify or list");
 			return 2;
 		}
 	}

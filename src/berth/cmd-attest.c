@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "attest.h"
+#include "audit-log.h"
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
@@ -24,25 +25,12 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: berth attest <runId> [--out PATH] [--json]\n"
 		   "       berth attest --verify FILE [--json]\n\n"
-		   "Print the attestation record of a finished VM boot (runId = its boot id),\n"
-		   "or check a record: recompute its digest and every derived field.\n\n"
+		   "Print the attestation record of a finished VM boot (runId = its boot id,\n"
+		   "or the run id of a berth mcp session in it), or check a record: recompute\n"
+		   "its digest and every derived field.\n\n"
 		   "  --out PATH     write the record to PATH (mode 0600) instead of stdout\n"
 		   "  --verify FILE  check the record in FILE; exit 0 only if it has no problems\n"
 		   "  --json         with --verify: print {ok, problems[{code,message}]}\n");
-}
-
-static char *audit_path(void)
-{
-	const char *env = getenv("BERTH_AUDIT_PATH");
-	_cleanup_free_ char *home = NULL;
-	char *p = NULL;
-
-	if (env && *env)
-		return strdup(env);
-	home = berth_home();
-	if (!home || asprintf(&p, "%s/audit/audit.jsonl", home) < 0)
-		return NULL;
-	return p;
 }
 
 /* The boots with evidence, newest first by mtime, for the "unknown runId" message. */
@@ -170,13 +158,12 @@ int cmd_attest(int argc, char **argv)
 						{"json", no_argument, NULL, 'j'},
 						{"help", no_argument, NULL, 'h'},
 						{}};
-	_cleanup_(json_decrefp) json_t *evidence = NULL, *chain = NULL, *run = NULL, *rec = NULL;
-	_cleanup_free_ char *home = NULL, *runs = NULL, *path = NULL, *data = NULL, *apath = NULL,
-			    *error = NULL, *text = NULL;
+	_cleanup_(json_decrefp) json_t *rec = NULL;
+	_cleanup_free_ char *home = NULL, *runs = NULL, *path = NULL, *apath = NULL, *error = NULL,
+			    *text = NULL;
 	const char *out = NULL, *verify = NULL, *run_id, *status;
 	char now[32];
 	bool json = false;
-	json_error_t jerr;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "o:h", options, NULL)) >= 0) {
@@ -211,18 +198,30 @@ int cmd_attest(int argc, char **argv)
 	}
 	run_id = argv[optind];
 	if (!attest_run_id_valid(run_id)) {
-		log_error("'%s' is not a run id: it is the boot id of a VM (letters, digits, '.', "
-			  "'_' and '-'), the name of a directory in ~/.berth/runs",
-			  run_id);
+		log_error(
+			"'%s' is not a run id: it is the boot id of a VM, the name of a directory "
+			"in ~/.berth/runs, or the run id of a berth mcp session (letters, "
+			"digits, '.', '_' and '-')",
+			run_id);
 		return 2;
 	}
 	home = berth_home();
 	if (!home || asprintf(&runs, "%s/runs", home) < 0 ||
 	    asprintf(&path, "%s/%s/evidence.json", runs, run_id) < 0)
 		return log_error("cannot tell where ~/.berth is: set HOME or BERTH_HOME"), 1;
-	r = read_full_file(path, ATTEST_EVIDENCE_MAX, &data, NULL);
-	if (r == -ENOENT) {
-		log_error("no boot evidence for run %s: %s does not exist", run_id, path);
+	apath = audit_default_path();
+	if (!apath)
+		return log_error("cannot tell where the audit trail is: set BERTH_AUDIT_PATH"), 1;
+
+	attest_now_rfc3339(now, sizeof(now));
+	r = attest_run_record(runs, apath, run_id, now, &rec, &error);
+	switch (r) {
+	case 0:
+		break;
+	case -ENOENT:
+		log_error("no boot evidence for run %s: %s does not exist, and no berth mcp "
+			  "session record (sandbox.boot) in %s names it",
+			  run_id, path, apath);
 		fprintf(stderr,
 			"  berth-vmm writes <BERTH_HOME or ~/.berth>/runs/<bootId>/evidence.json "
 			"when a VM ends; for a\n"
@@ -230,42 +229,26 @@ int cmd_attest(int argc, char **argv)
 			"stop NAME', then attest.\n");
 		list_known_runs(runs);
 		return 1;
-	}
-	if (r < 0)
-		return log_error_errno(r, "cannot read %s: %m", path), 1;
-	evidence = json_loads(data, JSON_REJECT_DUPLICATES, &jerr);
-	if (!evidence)
-		return log_error("%s is not valid JSON (line %d: %s); the VM's evidence is "
-				 "damaged, boot it again",
-				 path, jerr.line, jerr.text),
-		       1;
-
-	apath = audit_path();
-	if (!apath)
-		return log_error("cannot tell where the audit trail is: set BERTH_AUDIT_PATH"), 1;
-	r = attest_audit_scan(apath, run_id, &chain, &run, &error);
-	if (r == -EBADMSG)
+	case -ENODATA:
+		log_error("%s", error);
+		fprintf(stderr,
+			"  berth-vmm writes the evidence when the VM ends: see 'berth vm status', "
+			"stop it with\n"
+			"  'berth vm stop NAME', then attest again.\n");
+		return 1;
+	case -ENOTUNIQ:
+		return log_error("%s", error), 1;
+	case -EBADMSG:
 		return log_error("the audit trail's hash chain is broken: %s. It was edited or "
-				 "damaged; no record can vouch for this run until it is restored",
+				 "damaged; no record can vouch for this run until it is restored "
+				 "('berth audit verify' shows every segment)",
 				 error),
 		       1;
-	if (r < 0)
-		return log_error_errno(r, "%s", error ? error : "cannot read the audit trail"), 1;
-
-	attest_now_rfc3339(now, sizeof(now));
-	r = attest_record_build(evidence, chain, run, now, &rec, &error);
-	if (r < 0)
-		return log_error_errno(r, "cannot attest run %s from %s: %s", run_id, path,
+	default:
+		return log_error_errno(r, "cannot attest run %s: %s", run_id,
 				       error ? error : "out of memory"),
 		       1;
-	if (!streq(json_string_value(json_object_get(json_object_get(rec, "boot"), "bootId")),
-		   run_id))
-		return log_error("%s is the evidence of boot %s, not %s; it was moved or edited",
-				 path,
-				 json_string_value(
-					 json_object_get(json_object_get(rec, "boot"), "bootId")),
-				 run_id),
-		       1;
+	}
 
 	{
 		_cleanup_free_ char *dumped = json_dumps(rec, JSON_INDENT(2));

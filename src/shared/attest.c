@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "attest.h"
+#include "audit-log.h"
 #include "fileio.h"
 #include "macros.h"
 
@@ -117,139 +118,87 @@ int attest_canonical_sha256(json_t *v, char ret_hex[SHA256_HEX_LEN + 1])
 	return sha256_buffer_hex(s, strlen(s), ret_hex);
 }
 
-/* sha256_hex(prevHash ‖ canonical(event)), the event being the record without prevHash
- * and hash (SPEC §8.6). */
-static int audit_record_hash(json_t *rec, const char *prev, char ret_hex[SHA256_HEX_LEN + 1])
+typedef struct RunScan {
+	const char *run_id;
+	json_int_t records;
+	json_t *run;   /* {firstSeq?, lastSeq?, firstTs?, lastTs?} */
+	json_t *boots; /* bootId -> meta.evidence of the run's first sandbox.boot record for it */
+	json_t *boot_order; /* the bootIds, in order of first appearance */
+} RunScan;
+
+static int scan_record(const char *segment, uint64_t line, json_t *rec, void *userdata)
 {
-	_cleanup_(json_decrefp) json_t *ev = json_copy(rec);
-	_cleanup_free_ char *s = NULL, *buf = NULL;
+	RunScan *rs = userdata;
+	json_t *meta = json_object_get(rec, "meta"), *seq, *ts, *ev;
+	const char *rid = json_string_value(json_object_get(meta, "runId"));
+	const char *action = json_string_value(json_object_get(rec, "action"));
+	const char *boot;
+
+	(void)segment;
+	(void)line;
+	if (!rid || !streq(rid, rs->run_id))
+		return 0;
+	seq = json_object_get(rec, "seq");
+	ts = json_object_get(rec, "ts");
+	if (rs->records == 0) {
+		if (json_is_integer(seq))
+			json_object_set(rs->run, "firstSeq", seq);
+		if (json_is_string(ts))
+			json_object_set(rs->run, "firstTs", ts);
+	}
+	if (json_is_integer(seq))
+		json_object_set(rs->run, "lastSeq", seq);
+	if (json_is_string(ts))
+		json_object_set(rs->run, "lastTs", ts);
+	rs->records++;
+
+	/* berth mcp's session record names the boot it served (SPEC §3.5). */
+	ev = json_object_get(meta, "evidence");
+	boot = json_string_value(json_object_get(ev, "bootId"));
+	if (action && streq(action, "sandbox.boot") && boot && !json_object_get(rs->boots, boot)) {
+		if (json_object_set(rs->boots, boot, ev) < 0 ||
+		    json_array_append_new(rs->boot_order, json_string(boot)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* attest_audit_scan(), and the boots the run's sandbox.boot records name (@ret_boots,
+ * @ret_boot_order may be NULL). */
+static int audit_scan(const char *path, const char *run_id, json_t **ret_chain, json_t **ret_run,
+		      json_t **ret_boots, json_t **ret_boot_order, char **ret_error)
+{
+	_cleanup_(json_decrefp) json_t *run = json_object(), *boots = json_object(),
+				       *order = json_array();
+	RunScan rs = {.run_id = run_id, .run = run, .boots = boots, .boot_order = order};
+	static const AuditWalkOps ops = {.record = scan_record};
+	AuditChain chain;
 	int r;
 
-	if (!ev)
+	if (!run || !boots || !order)
 		return -ENOMEM;
-	json_object_del(ev, "prevHash");
-	json_object_del(ev, "hash");
-	/* Audit records may carry non-integer numbers (durationMs); they hash as jansson
-	 * prints them. */
-	s = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!s)
+	r = audit_chain_walk(path, &ops, &rs, &chain, ret_error);
+	if (r < 0)
+		return r;
+	if (json_object_set_new(run, "records", json_integer(rs.records)) < 0)
 		return -ENOMEM;
-	if (asprintf(&buf, "%s%s", prev, s) < 0)
+	*ret_chain =
+		json_pack("{s:s, s:i, s:I, s:s}", "path", path, "segments", (int)chain.segments,
+			  "totalRecords", (json_int_t)chain.records, "head", chain.head);
+	if (!*ret_chain)
 		return -ENOMEM;
-	r = sha256_buffer_hex(buf, strlen(buf), ret_hex);
-	return r;
+	*ret_run = TAKE_PTR(run);
+	if (ret_boots)
+		*ret_boots = TAKE_PTR(boots);
+	if (ret_boot_order)
+		*ret_boot_order = TAKE_PTR(order);
+	return 0;
 }
 
 int attest_audit_scan(const char *path, const char *run_id, json_t **ret_chain, json_t **ret_run,
 		      char **ret_error)
 {
-	char prev[SHA256_HEX_LEN + 1] = ATTEST_GENESIS_HASH;
-	json_int_t total = 0, records = 0;
-	_cleanup_(json_decrefp) json_t *run = json_object();
-	int segments = 0;
-	bool first = true;
-
-	if (!run)
-		return -ENOMEM;
-	for (int n = ATTEST_AUDIT_ROTATED_MAX; n >= 0; n--) {
-		_cleanup_free_ char *seg = NULL, *data = NULL;
-		size_t size = 0, lineno = 0;
-		char *line, *next;
-		int r;
-
-		if (n > 0 ? asprintf(&seg, "%s.%d", path, n) < 0 : !(seg = strdup(path)))
-			return -ENOMEM;
-		r = read_full_file(seg, ATTEST_AUDIT_SEGMENT_MAX, &data, &size);
-		if (r == -ENOENT)
-			continue;
-		if (r < 0) {
-			set_error(ret_error, "cannot read the audit trail segment %s: %s", seg,
-				  strerror(-r));
-			return r;
-		}
-		if (memchr(data, '\0', size)) {
-			set_error(ret_error, "%s: BROKEN — the file holds NUL bytes", seg);
-			return -EBADMSG;
-		}
-		segments++;
-		for (line = data; line && *line; line = next) {
-			_cleanup_(json_decrefp) json_t *rec = NULL;
-			char hex[SHA256_HEX_LEN + 1];
-			const char *ph, *h, *rid;
-			json_t *meta;
-
-			next = strchr(line, '\n');
-			if (next)
-				*next++ = '\0';
-			lineno++;
-			if (!*line)
-				continue;
-			rec = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
-			/* A torn write is newline-terminated and left by the writer; skipping it
-			 * is safe because the next record's prevHash still has to match. */
-			if (!json_is_object(rec))
-				continue;
-			ph = json_string_value(json_object_get(rec, "prevHash"));
-			h = json_string_value(json_object_get(rec, "hash"));
-			if (!ph || !h || !sha256_hex_valid(ph) || !sha256_hex_valid(h)) {
-				set_error(ret_error,
-					  "%s: BROKEN at record %zu — no valid prevHash/hash", seg,
-					  lineno);
-				return -EBADMSG;
-			}
-			/* Rotation keeps <path>.1..5: when .5 exists older segments may be gone,
-			 * and the oldest kept record anchors the chain instead of genesis. */
-			if (first && n == ATTEST_AUDIT_ROTATED_MAX)
-				snprintf(prev, sizeof(prev), "%s", ph);
-			if (!streq(ph, prev)) {
-				set_error(
-					ret_error,
-					"%s: BROKEN at record %zu — prevHash %.16s… does not match "
-					"the previous record's hash %.16s…",
-					seg, lineno, ph, prev);
-				return -EBADMSG;
-			}
-			r = audit_record_hash(rec, prev, hex);
-			if (r < 0)
-				return r;
-			if (!streq(hex, h)) {
-				set_error(
-					ret_error,
-					"%s: BROKEN at record %zu — hash %.16s… does not match its "
-					"contents (%.16s…)",
-					seg, lineno, h, hex);
-				return -EBADMSG;
-			}
-			memcpy(prev, h, sizeof(prev));
-			first = false;
-			total++;
-			meta = json_object_get(rec, "meta");
-			rid = json_string_value(json_object_get(meta, "runId"));
-			if (rid && streq(rid, run_id)) {
-				json_t *seq = json_object_get(rec, "seq"),
-				       *ts = json_object_get(rec, "ts");
-
-				if (records == 0) {
-					if (json_is_integer(seq))
-						json_object_set(run, "firstSeq", seq);
-					if (json_is_string(ts))
-						json_object_set(run, "firstTs", ts);
-				}
-				if (json_is_integer(seq))
-					json_object_set(run, "lastSeq", seq);
-				if (json_is_string(ts))
-					json_object_set(run, "lastTs", ts);
-				records++;
-			}
-		}
-	}
-	json_object_set_new(run, "records", json_integer(records));
-	*ret_chain = json_pack("{s:s, s:i, s:I, s:s}", "path", path, "segments", segments,
-			       "totalRecords", total, "head", prev);
-	if (!*ret_chain)
-		return -ENOMEM;
-	*ret_run = TAKE_PTR(run);
-	return 0;
+	return audit_scan(path, run_id, ret_chain, ret_run, NULL, NULL, ret_error);
 }
 
 static json_t *find_event(json_t *events, const char *name)
@@ -389,8 +338,8 @@ static json_t *pick(json_t *from, const char *const *keys)
 	return o;
 }
 
-int attest_record_build(json_t *evidence, json_t *chain, json_t *run, const char *generated_at,
-			json_t **ret, char **ret_error)
+int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain, json_t *run,
+			    const char *generated_at, json_t **ret, char **ret_error)
 {
 	static const char *const kernel_keys[] = {"sha256", "pinned", "linux", "cmdline", NULL};
 	static const char *const rootfs_keys[] = {"sha256", "pinned", "fstype", "readOnly", NULL};
@@ -512,8 +461,8 @@ int attest_record_build(json_t *evidence, json_t *chain, json_t *run, const char
 
 	rec = json_pack("{s:i, s:s, s:s, s:s, s:s, s:O, s:O}", "schemaVersion",
 			ATTEST_SCHEMA_VERSION, "kind", ATTEST_KIND, "trustModel", TRUST_MODEL,
-			"generatedAt", generated_at, "runId", boot_id, "run", run, "auditChain",
-			chain);
+			"generatedAt", generated_at, "runId", run_id ? run_id : boot_id, "run", run,
+			"auditChain", chain);
 	if (!rec)
 		return -ENOMEM;
 	json_object_set_new(rec, "boot",
@@ -534,6 +483,142 @@ int attest_record_build(json_t *evidence, json_t *chain, json_t *run, const char
 	if (r < 0)
 		return r;
 	json_object_set_new(rec, "recordSha256", json_string(hex));
+	*ret = TAKE_PTR(rec);
+	return 0;
+}
+
+int attest_record_build(json_t *evidence, json_t *chain, json_t *run, const char *generated_at,
+			json_t **ret, char **ret_error)
+{
+	return attest_record_build_run(evidence, NULL, chain, run, generated_at, ret, ret_error);
+}
+
+static int evidence_load(const char *runs_dir, const char *boot_id, json_t **ret, char **ret_error)
+{
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	json_error_t jerr;
+	int r;
+
+	if (asprintf(&path, "%s/%s/evidence.json", runs_dir, boot_id) < 0)
+		return -ENOMEM;
+	r = read_full_file(path, ATTEST_EVIDENCE_MAX, &data, NULL);
+	if (r == -ENOENT) {
+		set_error(ret_error, "%s does not exist", path);
+		return r;
+	}
+	if (r < 0) {
+		set_error(ret_error, "cannot read %s: %s", path, strerror(-r));
+		return r;
+	}
+	*ret = json_loads(data, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*ret) {
+		set_error(ret_error,
+			  "%s is not valid JSON (line %d: %s); the VM's evidence is damaged, boot "
+			  "it again",
+			  path, jerr.line, jerr.text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int attest_run_record(const char *runs_dir, const char *audit_path, const char *run_id,
+		      const char *generated_at, json_t **ret, char **ret_error)
+{
+	_cleanup_(json_decrefp) json_t *evidence = NULL, *chain = NULL, *run = NULL, *boots = NULL,
+				       *order = NULL, *rec = NULL;
+	_cleanup_free_ char *why = NULL;
+	const char *boot_id = run_id, *got;
+	int r;
+
+	if (!attest_run_id_valid(run_id)) {
+		set_error(ret_error, "'%s' is not a run id", run_id ? run_id : "");
+		return -EINVAL;
+	}
+	r = audit_scan(audit_path, run_id, &chain, &run, &boots, &order, ret_error);
+	if (r < 0)
+		return r;
+
+	r = evidence_load(runs_dir, run_id, &evidence, &why);
+	if (r == -ENOENT) {
+		/* Not a boot id: a run of berth mcp, named by its sandbox.boot record(s). */
+		size_t n = json_array_size(order);
+
+		if (n == 0) {
+			set_error(ret_error,
+				  "no boot evidence for run %s (%s) and no sandbox.boot record "
+				  "with that runId in the audit trail %s",
+				  run_id, why, audit_path);
+			return -ENOENT;
+		}
+		if (n > 1) {
+			_cleanup_free_ char *list = NULL;
+			json_t *b;
+			size_t i;
+
+			json_array_foreach(order, i, b) {
+				char *l = NULL;
+
+				if (asprintf(&l, "%s%s%s", list ? list : "", list ? ", " : "",
+					     json_string_value(b)) < 0)
+					return -ENOMEM;
+				free(list);
+				list = l;
+			}
+			set_error(ret_error,
+				  "run id %s spans boots %s: its records cannot be tied to one "
+				  "boot's evidence; attest each boot by its boot id instead",
+				  run_id, list);
+			return -ENOTUNIQ;
+		}
+		boot_id = json_string_value(json_array_get(order, 0));
+		if (!attest_run_id_valid(boot_id)) {
+			set_error(ret_error,
+				  "the sandbox.boot record of run %s names a boot id that is not "
+				  "one (\"%.64s\")",
+				  run_id, boot_id);
+			return -EINVAL;
+		}
+		free(TAKE_PTR(why));
+		r = evidence_load(runs_dir, boot_id, &evidence, &why);
+		if (r == -ENOENT) {
+			set_error(ret_error,
+				  "run %s ran in boot %s (its sandbox.boot record), which has no "
+				  "evidence yet: %s",
+				  run_id, boot_id, why);
+			return -ENODATA;
+		}
+	}
+	if (r < 0) {
+		set_error(ret_error, "%s", why ? why : strerror(-r));
+		return r;
+	}
+
+	r = attest_record_build_run(evidence, run_id, chain, run, generated_at, &rec, ret_error);
+	if (r < 0)
+		return r;
+	got = json_string_value(json_object_get(json_object_get(rec, "boot"), "bootId"));
+	if (!streq(got, boot_id)) {
+		set_error(ret_error,
+			  "%s/%s/evidence.json is the evidence of boot %s, not %s; it was moved "
+			  "or edited",
+			  runs_dir, boot_id, got, boot_id);
+		return -EINVAL;
+	}
+	if (!streq(boot_id, run_id)) {
+		/* The session record saw the image it booted; it must be the measured one. */
+		const char *said = json_string_value(
+			json_object_get(json_object_get(boots, boot_id), "imageDigest"));
+		const char *measured = json_string_value(
+			json_object_get(json_object_get(rec, "boot"), "imageDigest"));
+
+		if (said && measured && !streq(said, measured)) {
+			set_error(ret_error,
+				  "the sandbox.boot record of run %s says boot %s ran image %s, "
+				  "but its evidence measured %s",
+				  run_id, boot_id, said, measured);
+			return -EINVAL;
+		}
+	}
 	*ret = TAKE_PTR(rec);
 	return 0;
 }
@@ -760,9 +845,13 @@ int attest_verify(json_t *rec, json_t **ret_problems)
 	boot_id = json_string_value(json_object_get(boot, "bootId"));
 	if (!boot_id || !*boot_id)
 		problem(problems, "boot-id-missing", "boot.bootId is missing or empty");
-	else if (run_id && !streq(run_id, boot_id))
+	else if (run_id && !streq(run_id, boot_id) &&
+		 !(json_is_object(run) && json_integer_value(json_object_get(run, "records")) > 0))
+		/* A run other than the boot itself is known only through its audit records. */
 		problem(problems, "boot-id-inconsistent",
-			"runId %s is not boot.bootId %s (a VM run is one boot)", run_id, boot_id);
+			"runId %s is not boot.bootId %s and no audit record ties the run to the "
+			"boot (run.records is 0)",
+			run_id, boot_id);
 	digest = json_string_value(json_object_get(boot, "imageDigest"));
 	tag = json_string_value(json_object_get(boot, "imageTag"));
 	if (!digest || !strneq(digest, "sha256:", 7) || !sha256_hex_valid(digest + 7))

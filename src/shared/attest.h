@@ -23,8 +23,7 @@
 #define ATTEST_SCHEMA_VERSION 1
 #define ATTEST_KIND "berth.attestation"
 #define ATTEST_EVIDENCE_MAX (64u * 1024 * 1024)
-#define ATTEST_AUDIT_SEGMENT_MAX (64u * 1024 * 1024)
-#define ATTEST_AUDIT_ROTATED_MAX 5
+/* The audit chain's genesis prevHash (AUDIT_GENESIS_HASH). */
 #define ATTEST_GENESIS_HASH "0000000000000000000000000000000000000000000000000000000000000000"
 
 /* Boot and run ids: 1-128 of [A-Za-z0-9._-], not starting with '.'. */
@@ -39,11 +38,12 @@ int attest_canonical_json(json_t *v, char **ret);
 int attest_canonical_sha256(json_t *v, char ret_hex[SHA256_HEX_LEN + 1]);
 
 /*
- * attest_audit_scan() - walk the audit trail at @path (its rotated segments <path>.5 ..
- * <path>.1 first), verify the hash chain, and count the records whose meta.runId is
- * @run_id. *@ret_chain gets {path, segments, totalRecords, head} and *@ret_run
+ * attest_audit_scan() - walk the audit trail at @path with audit_chain_walk() (its rotated
+ * segments <path>.5 .. <path>.1 first), verify the hash chain, and count the records whose
+ * meta.runId is @run_id. *@ret_chain gets {path, segments, totalRecords, head} and *@ret_run
  * {records, firstSeq?, lastSeq?, firstTs?, lastTs?}. A missing trail is an empty chain
- * (head = 64 zeros). A broken chain returns -EBADMSG with the reason in *@ret_error.
+ * (head = 64 zeros). A broken chain returns -EBADMSG with the reason in *@ret_error
+ * ("<segment>: BROKEN at record <n> — <why>").
  */
 int attest_audit_scan(const char *path, const char *run_id, json_t **ret_chain, json_t **ret_run,
 		      char **ret_error);
@@ -65,6 +65,26 @@ const char *attest_enforcement_derive(json_t *reports, json_t *probe, json_t **r
  */
 int attest_record_build(json_t *evidence, json_t *chain, json_t *run, const char *generated_at,
 			json_t **ret, char **ret_error);
+/* The same with runId = @run_id (NULL: the boot id), for a run of berth mcp in that boot. */
+int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain, json_t *run,
+			    const char *generated_at, json_t **ret, char **ret_error);
+
+/*
+ * attest_run_record() - the record of run @run_id, what `berth attest <runId>` prints.
+ * @run_id is either a boot id, with evidence at <@runs_dir>/<run_id>/evidence.json, or the
+ * run id of a berth mcp session (SPEC §3.5), whose sandbox.boot audit record names the
+ * boot in meta.evidence.bootId: that boot's evidence is attested, with run = the records
+ * whose meta.runId is @run_id. The trail at @audit_path is verified first.
+ * Returns 0, or with *@ret_error saying why:
+ *   -ENOENT    neither evidence nor a sandbox.boot record for @run_id
+ *   -ENODATA   the run's boot is known but has no evidence yet (the VM is still running,
+ *              or its run directory was removed)
+ *   -ENOTUNIQ  the run's sandbox.boot records name more than one boot
+ *   -EBADMSG   the audit trail's chain is broken
+ *   -EINVAL    the evidence is unusable or does not match the run
+ */
+int attest_run_record(const char *runs_dir, const char *audit_path, const char *run_id,
+		      const char *generated_at, json_t **ret, char **ret_error);
 
 /*
  * attest_verify() - re-derive every derived field of @record from its own contents.

@@ -412,6 +412,11 @@ int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain,
 	if (json_is_object(json_object_get(vm, "hostSandbox")))
 		json_object_set_new(iso, "hostSandbox",
 				    pick(json_object_get(vm, "hostSandbox"), sandbox_keys));
+	/* What the VM could reach: the egress dialer's allowlist, and a test-only network
+	 * when one was admitted (docs/egress.md). */
+	if (json_is_object(json_object_get(json_object_get(vm, "endpoints"), "egress")))
+		json_object_set(iso, "egress",
+				json_object_get(json_object_get(vm, "endpoints"), "egress"));
 	json_object_set(iso, "apps", apps);
 	if (json_is_integer(json_object_get(bs, "landlockAbi")))
 		json_object_set(iso, "landlockAbi", json_object_get(bs, "landlockAbi"));

@@ -400,6 +400,36 @@ TEST(audit_chain)
 	rmdir(dir);
 }
 
+/* The egress dialer's allowlist, recorded by berth-vmm in vm.json, reaches the record. */
+TEST(isolation_egress)
+{
+	json_t *ev =
+		evidence(true, LSM_OK, json_pack("[o]", report("notes", "FullyEnforced", BOOT)));
+	json_t *rec, *iso, *eg;
+
+	json_object_set_new(json_object_get(ev, "vm"), "endpoints",
+			    json_pack("{s:{s:i, s:[s, s], s:i, s:s}}", "egress", "port", 1026,
+				      "allow", "api.example.com", "db.example.com:5432", "maxConns",
+				      64, "testAllowCidr", "198.51.100.0/24"));
+	rec = build(ev);
+	iso = json_object_get(json_object_get(rec, "boot"), "isolation");
+	eg = json_object_get(iso, "egress");
+	ASSERT_EQ(json_array_size(json_object_get(eg, "allow")), 2);
+	ASSERT_STREQ(json_string_value(json_array_get(json_object_get(eg, "allow"), 1)),
+		     "db.example.com:5432");
+	ASSERT_STREQ(json_string_value(json_object_get(eg, "testAllowCidr")), "198.51.100.0/24");
+	ASSERT_EQ(verify_count(rec), 0);
+	json_decref(rec);
+
+	/* Without an allowlist vm.json says null, and the record has no egress at all. */
+	ev = evidence(true, LSM_OK, json_pack("[o]", report("notes", "FullyEnforced", BOOT)));
+	json_object_set_new(json_object_get(ev, "vm"), "endpoints", json_pack("{s:n}", "egress"));
+	rec = build(ev);
+	ASSERT_TRUE(json_object_get(json_object_get(json_object_get(rec, "boot"), "isolation"),
+				    "egress") == NULL);
+	json_decref(rec);
+}
+
 int main(void)
 {
 	return tests_run();

@@ -13,8 +13,8 @@ packages=(
 	debootstrap erofs-utils busybox-static cpio zstd xz-utils kmod e2fsprogs dpkg-dev
 	# running VMs
 	qemu-system-x86
-	# tests
-	curl
+	# tests (iproute2: the egress dialer's test makes a network namespace)
+	curl iproute2
 	# the Python SDK and its tests (the same packages as in the guest image)
 	python3-yaml python3-pydantic python3-protobuf
 )

@@ -49,10 +49,34 @@ static void usage(void)
 	       "  --channel-connect PATH  connect the channel to the unix socket PATH instead of\n"
 	       "                       QEMU's (testing: the program listening there plays the guest)\n"
 	       "  --egress-allow PATTERN  a host the guest may reach: host, host:port or host:*\n"
-	       "                       ('*' globs; no port: 80 and 443); repeatable; none: no egress\n"
+	       "                       ('*' globs; no port: 80 and 443); repeatable, or a comma-\n"
+	       "                       separated list; none: no egress\n"
 	       "  --egress-max-conns N egress connections at once (default 64)\n"
 	       "  --no-host-sandbox    run berth-vmm and QEMU without Landlock and seccomp\n"
 	       "                       (debugging only; see docs/vm.md)\n");
+}
+
+/* One --egress-allow: a pattern, or several separated by commas (no pattern has one). */
+static int add_egress_patterns(EgressAllowlist *allow, const char *value)
+{
+	_cleanup_free_ char *copy = strdup(value);
+	char err[512], *save = NULL;
+	int r;
+
+	if (!copy)
+		return log_error_errno(-ENOMEM, "out of memory");
+	if (!*copy || copy[0] == ',' || copy[strlen(copy) - 1] == ',' || strstr(copy, ",,"))
+		return log_error(
+			"--egress-allow '%s': empty pattern; give host, host:port or host:*",
+			value);
+	for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		r = egress_allowlist_add(allow, p, err, sizeof(err));
+		if (r == -ENOMEM)
+			return log_error_errno(r, "out of memory");
+		if (r < 0)
+			return log_error("%s", err);
+	}
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, VmmArgs *a)
@@ -99,7 +123,6 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"egress-max-conns", required_argument, NULL, O_EGRESS_MAX_CONNS},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
-	char err[512];
 	int c, r;
 
 	*a = (VmmArgs){.cpus = 2,
@@ -167,11 +190,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			break;
 		case O_EGRESS_ALLOW:
 			/* The allowlist comes from here only, never from the guest. */
-			r = egress_allowlist_add(&a->egress.allow, optarg, err, sizeof(err));
-			if (r == -ENOMEM)
-				return log_error_errno(r, "out of memory");
+			r = add_egress_patterns(&a->egress.allow, optarg);
 			if (r < 0)
-				return log_error("%s", err);
+				return r;
 			break;
 		case O_EGRESS_MAX_CONNS:
 			if (parse_uint_range(optarg, 1, EGRESS_MAX_CONNS_MAX,

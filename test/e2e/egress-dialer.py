@@ -210,8 +210,8 @@ HOSTS = f"""127.0.0.1 localhost
 10.0.0.2 mixed.test
 """
 ALLOW = ["allowed.test", "ALLOWED.test:7777", "other.test:7777", "internal.test", "mapped.test",
-         "mixed.test:7777", "nodns.test", "10.0.0.1:80", "127.0.0.1:22", "169.254.169.254",
-         "100.64.0.1", "[::ffff:10.0.0.1]", f"{NS_ADDR}:7777"]
+         "mixed.test:7777", "nodns.test", "10.0.0.1:80", "127.0.0.1:22",
+         "169.254.169.254,100.64.0.1", "[::ffff:10.0.0.1]", f"{NS_ADDR}:7777"]
 
 
 class Vmm:
@@ -316,8 +316,11 @@ def main():
         endpoints = next((json.loads(l) for l in vmm.launch.stderr.splitlines() if '"event":"endpoints"' in l), {})
         eg = endpoints.get("endpoints", {}).get("egress") or {}
         tap(eg.get("port") == 1026 and eg.get("maxConns") == 3 and eg.get("testAllowCidr") == "198.51.100.0/24"
-            and "allowed.test:7777" in eg.get("allow", []) and "[::ffff:10.0.0.1]" in eg.get("allow", []),
-            "the launcher reports the egress endpoint: port, normalised allowlist, cap, test setting", eg)
+            and "allowed.test:7777" in eg.get("allow", []) and "[::ffff:10.0.0.1]" in eg.get("allow", [])
+            and "169.254.169.254" in eg.get("allow", []) and "100.64.0.1" in eg.get("allow", [])
+            and len(eg.get("allow", [])) == 13,
+            "the launcher reports the egress endpoint: port, normalised allowlist (a comma list split), "
+            "cap, test setting", eg)
         tap(vmm.vm_json()["endpoints"]["egress"] == eg, "vm.json records the same")
         log = vmm.log()
         tap("WARNING: BERTH_VMM_EGRESS_TEST_ALLOW_CIDR=198.51.100.0/24 is set" in log

@@ -209,6 +209,12 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 			keep_fd(cfg->artifacts->a[k].fd);
 		for (size_t i = 0; i < cfg->n_disks; i++)
 			keep_fd(cfg->disks[i].fd);
+		/* berth-vmm blocks the signals its event loop reads from a signalfd; QEMU must
+		 * get SIGTERM and SIGINT as any process does. */
+		sigset_t none;
+
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
 		/* QEMU should not outlive its supervisor, whatever kills it. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(127);

@@ -22,6 +22,7 @@ const LONG = { timeout: 900_000, skip };
 
 let home;
 let env;
+const clients = []; // closed in after(), whatever a test left open
 
 function run(args, opts = {}) {
 	return spawnSync(berth, args, { env, encoding: "utf8", timeout: 300_000, ...opts });
@@ -29,7 +30,7 @@ function run(args, opts = {}) {
 
 function running(vmName) {
 	const r = run(["vm", "status", "--json"]);
-	return r.status === 0 && JSON.parse(r.stdout).some?.((v) => v.name === vmName && v.state !== "stopped");
+	return r.status === 0 && JSON.parse(r.stdout).vms.some((v) => v.name === vmName);
 }
 
 async function waitFor(what, fn, seconds = 120) {
@@ -51,6 +52,7 @@ async function connect(args, extraEnv = {}) {
 	const log = { text: "" };
 	transport.stderr.on("data", (d) => (log.text += d));
 	const client = new Client({ name: "berth-e2e", version: "1.0.0" });
+	clients.push(client);
 	const stray = [];
 	transport.onerror = (e) => stray.push(String(e));
 	await client.connect(transport);
@@ -69,7 +71,8 @@ before(() => {
 	assert.equal(r.status, 0, r.stderr);
 });
 
-after(() => {
+after(async () => {
+	for (const c of clients) await c.close().catch(() => {});
 	if (!home) return;
 	for (const name of ["berth-mcp-filesystem", "berth-mcp-mcp-slow", "berth-dev-notes"]) run(["vm", "stop", name]);
 	rmSync(home, { recursive: true, force: true });
@@ -227,9 +230,14 @@ test("cancelled and unanswered calls, app errors, --warm", LONG, async () => {
 	assert.match(r.stderr, /warm: "mcp-slow" boots/);
 	assert.ok(!running("berth-mcp-mcp-slow"), "--warm stops what it booted");
 
-	const { client, log, stray } = await connect(["--app", "mcp-slow", "--app-dir", appDir, "--run-id", "mcp-e2e-slow"], {
-		BERTH_MCP_CALL_TIMEOUT_MS: "4000",
-	});
+	const secret = `s3cr3t-${process.pid}-${Date.now()}`;
+	const { client, log, stray } = await connect(
+		["--app", "mcp-slow", "--app-dir", appDir, "--run-id", "mcp-e2e-slow", "--env", "MCP_E2E_SECRET"],
+		{ BERTH_MCP_CALL_TIMEOUT_MS: "4000", MCP_E2E_SECRET: secret },
+	);
+	// --env reaches the app of a VM berth mcp boots, and the value is shown nowhere.
+	r = await client.callTool({ name: "env_length", arguments: { name: "MCP_E2E_SECRET" } });
+	assert.deepEqual(JSON.parse(text(r)), { length: secret.length });
 	// Cancelled by the client: the SDK sends notifications/cancelled and rejects.
 	const ac = new AbortController();
 	const pending = client.callTool({ name: "sleep", arguments: { ms: 3000 } }, undefined, { signal: ac.signal, timeout: 60_000 });
@@ -251,6 +259,8 @@ test("cancelled and unanswered calls, app errors, --warm", LONG, async () => {
 	await waitFor("the VM to stop", () => !running("berth-mcp-mcp-slow"), 120);
 	assert.deepEqual(stray, []);
 	assert.match(log.text, /serving mcp-slow's exports/);
+	assert.ok(!log.text.includes(secret), "the secret is not in berth mcp's log");
+	assert.ok(!readFileSync(join(home, "audit/audit.jsonl"), "utf8").includes(secret), "nor in the audit trail");
 });
 
 test("the audit trail: every call recorded, verify passes, an edited record is caught", { skip }, () => {

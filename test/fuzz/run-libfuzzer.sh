@@ -28,6 +28,10 @@ manifest)
 	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c"
 	libs="-lyaml -ljansson"
 	;;
+denial)
+	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c"
+	libs="-lyaml -ljansson -lm"
+	;;
 *)
 	echo "run-libfuzzer.sh: unknown target '$target'; add its sources here" >&2
 	exit 2

@@ -973,7 +973,7 @@ static void put_header(FILE *f, const char *raw, const char *app, const char *ma
 
 static void put_erofs(FILE *f, const char *app, const char *target)
 {
-	fputs("denied-by: a read-only file system, not the capability policy — in the VM the root image and the app's own share under /app are mounted read-only, so no process there can write ",
+	fputs("denied-by: the kernel, at a read-only mount rather than the capability policy — in the VM the root image and the app's own share under /app are mounted read-only, so no process there can write ",
 	      f);
 	put_str(f, target);
 	fputs(", whatever berth.yml declares\nfix: write under the app's data directory instead (BERTH_WORKSPACE_ROOT, which is /workspace in the VM, declared with a filesystem:write: line) or under /tmp/",

@@ -345,8 +345,8 @@ TEST(acceptance_write_outside_every_prefix)
 		ASSERT_HAS(out, "on /etc/berth-should-not-exist.txt (");
 		assert_lines_are_ours(out);
 		if (i == 0) {
-			ASSERT_HAS(out, "denied-by: a read-only file system, not the capability "
-					"policy");
+			ASSERT_HAS(out, "denied-by: the kernel, at a read-only mount rather than the "
+					"capability policy");
 			ASSERT_HAS(out, "Adding a capability line will NOT change this.");
 			ASSERT_HAS(out, "/tmp/filesystem");
 		} else {
@@ -744,7 +744,7 @@ TEST(python_errors)
 	ASSERT_HAS(b, "  - filesystem:write:/context\n  - filesystem:read:/context\n");
 	ASSERT_HAS(b, "note: the error does not name the operation, so declare whichever this "
 		      "export actually needs");
-	ASSERT_HAS(c, "denied-by: a read-only file system");
+	ASSERT_HAS(c, "denied-by: the kernel, at a read-only mount");
 	ASSERT_HAS(c, "/tmp/hello-world-py");
 	assert_lines_are_ours(b);
 }

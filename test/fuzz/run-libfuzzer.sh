@@ -28,6 +28,10 @@ manifest)
 	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c"
 	libs="-lyaml -ljansson"
 	;;
+egress-head)
+	sources="src/egress-broker/rules.c src/egress-broker/http-head.c src/basic/fileio.c"
+	libs="-ljansson"
+	;;
 denial)
 	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c"
 	libs="-lyaml -ljansson -lm"
@@ -48,7 +52,7 @@ cd "$root"
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Isrc/basic -Isrc/include -Isrc/shared \
+	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 
 exec "$out/fuzz-$target" -max_total_time="$seconds" -print_final_stats=1 \

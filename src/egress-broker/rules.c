@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "macros.h"
+#include "rules.h"
+
+void egress_rules_done(EgressRules *r)
+{
+	for (size_t i = 0; i < r->n_patterns; i++)
+		free(r->patterns[i].host);
+	free(r->patterns);
+	*r = (EgressRules){};
+}
+
+static char ascii_lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret)
+{
+	const char *colon = NULL;
+	size_t host_len = len;
+	int port = EGRESS_PORT_DEFAULT;
+	char *host;
+
+	for (size_t i = len; i > 0; i--)
+		if (scope[i - 1] == ':') {
+			colon = scope + i - 1;
+			break;
+		}
+	if (colon) {
+		const char *p = colon + 1;
+		size_t n = len - (size_t)(p - scope);
+		bool digits = n > 0;
+
+		for (size_t i = 0; i < n; i++)
+			digits &= p[i] >= '0' && p[i] <= '9';
+		if (n == 1 && p[0] == '*') {
+			port = EGRESS_PORT_ANY;
+			host_len = (size_t)(colon - scope);
+		} else if (digits) {
+			/* A port that cannot exist is kept as one that never matches. */
+			long v = 0;
+
+			for (size_t i = 0; i < n && v <= 0xffff; i++)
+				v = v * 10 + (p[i] - '0');
+			port = v >= 1 && v <= 0xffff ? (int)v : 0x10000;
+			host_len = (size_t)(colon - scope);
+		}
+	}
+	if (host_len == 0 || memchr(scope, '\0', host_len))
+		return -EINVAL;
+	host = strndup(scope, host_len);
+	if (!host)
+		return -ENOMEM;
+	for (char *c = host; *c; c++)
+		*c = ascii_lower(*c);
+	*ret = (EgressPattern){.host = host, .port = port};
+	return 0;
+}
+
+bool egress_glob_match(const char *glob, const char *s)
+{
+	const char *star = NULL, *resume = NULL;
+
+	/* Greedy with backtracking to the last '*': linear in practice, never recursive. */
+	while (*s) {
+		if (*glob == '*') {
+			star = glob++;
+			resume = s;
+		} else if (*glob == *s) {
+			glob++;
+			s++;
+		} else if (star) {
+			glob = star + 1;
+			s = ++resume;
+		} else
+			return false;
+	}
+	while (*glob == '*')
+		glob++;
+	return *glob == '\0';
+}
+
+static bool has_prefix(const char *s, size_t len, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+int egress_rules_from_policy(const json_t *policy, EgressRules *ret)
+{
+	_cleanup_(egress_rules_done) EgressRules r = {};
+	const json_t *caps = json_object_get(policy, "declaredCapabilities");
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(caps))
+		return -EINVAL;
+	r.patterns = calloc(MAX(json_array_size(caps), 1), sizeof(EgressPattern));
+	if (!r.patterns)
+		return -ENOMEM;
+	json_array_foreach(caps, i, v) {
+		static const char *const prefixes[] = {"network:host:", "browser:navigate:"};
+		const char *s = json_string_value(v);
+		size_t len = json_string_length(v);
+
+		if (!s)
+			return -EINVAL;
+		if (has_prefix(s, len, "github:"))
+			r.github = true;
+		for (size_t k = 0; k < ELEMENTSOF(prefixes); k++) {
+			size_t plen = strlen(prefixes[k]);
+			int q;
+
+			if (!has_prefix(s, len, prefixes[k]))
+				continue;
+			if (r.n_patterns >= EGRESS_PATTERNS_MAX)
+				return -EINVAL;
+			q = egress_pattern_parse(s + plen, len - plen, &r.patterns[r.n_patterns]);
+			if (q == -ENOMEM)
+				return q;
+			/* An empty host part covers nothing. */
+			if (q >= 0)
+				r.n_patterns++;
+		}
+	}
+	*ret = r;
+	r = (EgressRules){};
+	return 0;
+}
+
+int egress_rules_load(const char *path, EgressRules *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	json_t *doc;
+	size_t size;
+	int r;
+
+	*ret = (EgressRules){};
+	r = read_full_file(path, EGRESS_POLICY_SIZE_MAX, &text, &size);
+	if (r < 0)
+		return r;
+	doc = json_loadb(text, size, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return -EINVAL;
+	}
+	r = egress_rules_from_policy(doc, ret);
+	json_decref(doc);
+	return r;
+}
+
+bool egress_rules_allow(const EgressRules *r, const char *host, unsigned port)
+{
+	for (size_t i = 0; i < r->n_patterns; i++) {
+		const EgressPattern *p = &r->patterns[i];
+		bool port_ok;
+
+		if (p->port == EGRESS_PORT_ANY)
+			port_ok = true;
+		else if (p->port == EGRESS_PORT_DEFAULT)
+			port_ok = port == 80 || port == 443;
+		else
+			port_ok = (unsigned)p->port == port;
+		if (port_ok && egress_glob_match(p->host, host))
+			return true;
+	}
+	return false;
+}
+
+bool egress_ipv4_blocked(uint32_t a)
+{
+	static const struct {
+		uint32_t net;
+		unsigned bits;
+	} blocked[] = {
+		{0x00000000, 8},  /* 0/8: "this network" */
+		{0x0a000000, 8},  /* 10/8 */
+		{0x7f000000, 8},  /* 127/8: loopback */
+		{0xa9fe0000, 16}, /* 169.254/16: link-local, cloud metadata */
+		{0xac100000, 12}, /* 172.16/12 */
+		{0xc0a80000, 16}, /* 192.168/16 */
+		{0x64400000, 10}, /* 100.64/10: carrier-grade NAT */
+		{0xe0000000, 3},  /* 224/3 and up: multicast, reserved, broadcast */
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(blocked); i++) {
+		uint32_t mask = blocked[i].bits ? ~UINT32_C(0) << (32 - blocked[i].bits) : 0;
+
+		if ((a & mask) == blocked[i].net)
+			return true;
+	}
+	return false;
+}
+
+EgressHostKind egress_host_normalize(char *host)
+{
+	size_t n = strlen(host);
+	struct in_addr v4;
+	char canonical[INET_ADDRSTRLEN];
+
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		struct in6_addr v6;
+
+		memmove(host, host + 1, n - 2);
+		host[n - 2] = '\0';
+		for (char *c = host; *c; c++)
+			*c = ascii_lower(*c);
+		return inet_pton(AF_INET6, host, &v6) == 1 ? EGRESS_HOST_IPV6 : EGRESS_HOST_INVALID;
+	}
+	if (n == 0 || n > EGRESS_HOST_MAX)
+		return EGRESS_HOST_INVALID;
+	for (char *c = host; *c; c++) {
+		*c = ascii_lower(*c);
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+		      *c == '-'))
+			return EGRESS_HOST_INVALID;
+	}
+	if (inet_aton(host, &v4) == 0)
+		return EGRESS_HOST_NAME;
+	if (!inet_ntop(AF_INET, &v4, canonical, sizeof(canonical)) || !streq(canonical, host))
+		return EGRESS_HOST_IPV4_BLOCKED;
+	return egress_ipv4_blocked(ntohl(v4.s_addr)) ? EGRESS_HOST_IPV4_BLOCKED : EGRESS_HOST_IPV4;
+}

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The egress broker's rules (patterns, globs, IPv4 literals) and its HTTP parsing. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http-head.h"
+#include "macros.h"
+#include "rules.h"
+#include "tests.h"
+
+static EgressRules rules_of(const char *caps_json)
+{
+	json_t *policy = json_pack("{s:s, s:o}", "appName", "x", "declaredCapabilities",
+				   json_loads(caps_json, 0, NULL));
+	EgressRules r = {};
+
+	if (egress_rules_from_policy(policy, &r) < 0)
+		TEST_FAIL("egress_rules_from_policy(%s) failed", caps_json);
+	json_decref(policy);
+	return r;
+}
+
+TEST(pattern_split_at_the_last_colon_only_for_digits_or_star)
+{
+	EgressPattern p;
+
+	ASSERT_OK(egress_pattern_parse("example.com", 11, &p));
+	ASSERT_STREQ(p.host, "example.com");
+	ASSERT_EQ(p.port, EGRESS_PORT_DEFAULT);
+	free(p.host);
+	ASSERT_OK(egress_pattern_parse("Example.COM:5432", 16, &p));
+	ASSERT_STREQ(p.host, "example.com");
+	ASSERT_EQ(p.port, 5432);
+	free(p.host);
+	ASSERT_OK(egress_pattern_parse("*.example.com:*", 15, &p));
+	ASSERT_STREQ(p.host, "*.example.com");
+	ASSERT_EQ(p.port, EGRESS_PORT_ANY);
+	free(p.host);
+	/* The suffix is not a port: the whole scope is the host glob. */
+	ASSERT_OK(egress_pattern_parse("a:b", 3, &p));
+	ASSERT_STREQ(p.host, "a:b");
+	ASSERT_EQ(p.port, EGRESS_PORT_DEFAULT);
+	free(p.host);
+	ASSERT_OK(egress_pattern_parse("x:99999", 7, &p));
+	ASSERT_STREQ(p.host, "x");
+	ASSERT_TRUE(p.port > 0xffff);
+	free(p.host);
+	ASSERT_ERROR(egress_pattern_parse(":443", 4, &p), EINVAL);
+	ASSERT_ERROR(egress_pattern_parse("", 0, &p), EINVAL);
+}
+
+TEST(glob_is_anchored_and_star_only)
+{
+	ASSERT_TRUE(egress_glob_match("example.com", "example.com"));
+	ASSERT_FALSE(egress_glob_match("example.com", "example.com.evil.test"));
+	ASSERT_FALSE(egress_glob_match("example.com", "www.example.com"));
+	ASSERT_TRUE(egress_glob_match("*.example.com", "www.example.com"));
+	ASSERT_TRUE(egress_glob_match("*.example.com", "a.b.example.com"));
+	ASSERT_FALSE(egress_glob_match("*.example.com", "example.com"));
+	ASSERT_FALSE(egress_glob_match("*.example.com", "evilexample.com"));
+	ASSERT_TRUE(egress_glob_match("*", "anything.at.all"));
+	ASSERT_TRUE(egress_glob_match("a*b*c", "aXXbYYc"));
+	ASSERT_FALSE(egress_glob_match("a*b*c", "aXXbYY"));
+	ASSERT_TRUE(egress_glob_match("**", ""));
+	/* '?' and '[' are literal. */
+	ASSERT_FALSE(egress_glob_match("exam?le.com", "example.com"));
+	ASSERT_TRUE(egress_glob_match("exam?le.com", "exam?le.com"));
+	ASSERT_FALSE(egress_glob_match("[ab].com", "a.com"));
+	/* Pathological input stays linear enough to finish. */
+	ASSERT_FALSE(egress_glob_match("*a*a*a*a*a*a*a*a*b",
+				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+}
+
+TEST(rules_follow_the_acceptance_cases)
+{
+	EgressRules r = rules_of("[\"browser:navigate:example.com\",\"network:connect:8090\"]");
+
+	ASSERT_TRUE(egress_rules_allow(&r, "example.com", 443));
+	ASSERT_TRUE(egress_rules_allow(&r, "example.com", 80));
+	ASSERT_FALSE(egress_rules_allow(&r, "example.com", 5432));
+	ASSERT_FALSE(egress_rules_allow(&r, "evil-not-declared.test", 443));
+	ASSERT_FALSE(r.github);
+	egress_rules_done(&r);
+
+	r = rules_of("[\"network:host:example.com:5432\"]");
+	ASSERT_TRUE(egress_rules_allow(&r, "example.com", 5432));
+	ASSERT_FALSE(egress_rules_allow(&r, "example.com", 443));
+	egress_rules_done(&r);
+
+	r = rules_of("[\"github:read:repos\",\"browser:navigate:*\",\"filesystem:write:/tmp\"]");
+	ASSERT_TRUE(r.github);
+	ASSERT_EQ(r.n_patterns, 1);
+	ASSERT_TRUE(egress_rules_allow(&r, "github.com", 443));
+	egress_rules_done(&r);
+
+	r = rules_of("[\"network:host:*:*\"]");
+	ASSERT_TRUE(egress_rules_allow(&r, "x.test", 1));
+	ASSERT_TRUE(egress_rules_allow(&r, "x.test", 65535));
+	egress_rules_done(&r);
+
+	/* Nothing declared: nothing allowed. */
+	r = rules_of("[]");
+	ASSERT_FALSE(egress_rules_allow(&r, "example.com", 443));
+	egress_rules_done(&r);
+}
+
+TEST(rules_refuse_a_document_that_is_not_a_policy)
+{
+	EgressRules r = {};
+	json_t *p = json_pack("{s:[i]}", "declaredCapabilities", 5);
+
+	ASSERT_ERROR(egress_rules_from_policy(p, &r), EINVAL);
+	json_decref(p);
+	p = json_object();
+	ASSERT_ERROR(egress_rules_from_policy(p, &r), EINVAL);
+	json_decref(p);
+	ASSERT_TRUE(egress_rules_load("/nonexistent/policy.json", &r) < 0);
+	ASSERT_EQ(r.n_patterns, 0);
+}
+
+TEST(rules_load_from_a_file)
+{
+	char path[] = "/tmp/test-egress-policy.XXXXXX";
+	int fd = mkstemp(path);
+	const char *doc = "{\"appName\":\"a\",\"declaredCapabilities\":[\"network:host:a.test\"]}";
+	EgressRules r = {};
+
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_EQ(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+	close(fd);
+	ASSERT_OK(egress_rules_load(path, &r));
+	ASSERT_TRUE(egress_rules_allow(&r, "a.test", 443));
+	egress_rules_done(&r);
+	/* Duplicate keys are refused. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	doc = "{\"declaredCapabilities\":[],\"declaredCapabilities\":[\"network:host:*\"]}";
+	ASSERT_EQ(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+	close(fd);
+	ASSERT_TRUE(egress_rules_load(path, &r) < 0);
+	unlink(path);
+}
+
+static EgressHostKind classify(const char *host, char *out)
+{
+	strcpy(out, host);
+	return egress_host_normalize(out);
+}
+
+TEST(host_classification)
+{
+	char h[300];
+
+	ASSERT_EQ(classify("Example.COM", h), EGRESS_HOST_NAME);
+	ASSERT_STREQ(h, "example.com");
+	ASSERT_EQ(classify("93.184.215.14", h), EGRESS_HOST_IPV4);
+	ASSERT_EQ(classify("198.51.100.2", h), EGRESS_HOST_IPV4);
+	/* SPEC 6.1's blocked list, at the edges of each range. */
+	ASSERT_EQ(classify("0.1.2.3", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("10.0.0.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("127.0.0.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("169.254.169.254", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("172.16.0.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("172.31.255.255", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("172.32.0.1", h), EGRESS_HOST_IPV4);
+	ASSERT_EQ(classify("172.15.255.255", h), EGRESS_HOST_IPV4);
+	ASSERT_EQ(classify("192.168.1.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("100.64.0.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("100.127.255.255", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("100.128.0.1", h), EGRESS_HOST_IPV4);
+	ASSERT_EQ(classify("224.0.0.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("255.255.255.255", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("223.255.255.255", h), EGRESS_HOST_IPV4);
+	/* Forms a resolver reads as an address but a person may not. */
+	ASSERT_EQ(classify("2130706433", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("0x7f.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("010.0.0.1", h), EGRESS_HOST_IPV4_BLOCKED);
+	ASSERT_EQ(classify("93.184.215", h), EGRESS_HOST_IPV4_BLOCKED);
+	/* IPv6 literals, all refused, mapped ones included. */
+	ASSERT_EQ(classify("[::1]", h), EGRESS_HOST_IPV6);
+	ASSERT_STREQ(h, "::1");
+	ASSERT_EQ(classify("[::FFFF:10.0.0.1]", h), EGRESS_HOST_IPV6);
+	ASSERT_STREQ(h, "::ffff:10.0.0.1");
+	ASSERT_EQ(classify("[2001:db8::1]", h), EGRESS_HOST_IPV6);
+	ASSERT_EQ(classify("[not-v6]", h), EGRESS_HOST_INVALID);
+	/* Not host names. */
+	ASSERT_EQ(classify("", h), EGRESS_HOST_INVALID);
+	ASSERT_EQ(classify("a_b.test", h), EGRESS_HOST_INVALID);
+	ASSERT_EQ(classify("a b", h), EGRESS_HOST_INVALID);
+	memset(h, 'a', 254);
+	h[254] = '\0';
+	ASSERT_EQ(egress_host_normalize(h), EGRESS_HOST_INVALID);
+	memset(h, 'a', 253);
+	h[253] = '\0';
+	ASSERT_EQ(egress_host_normalize(h), EGRESS_HOST_NAME);
+}
+
+static HttpHeadStatus parse(const char *text, HttpRequest *req, char *err)
+{
+	return http_request_parse(text, strlen(text), req, err, 256);
+}
+
+TEST(connect_heads)
+{
+	HttpRequest req = {};
+	char err[256];
+
+	ASSERT_EQ(parse("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nTLS",
+			&req, err),
+		  HTTP_HEAD_OK);
+	ASSERT_TRUE(req.connect);
+	ASSERT_STREQ(req.host, "example.com");
+	ASSERT_EQ(req.port, 443);
+	ASSERT_EQ(req.head_size,
+		  strlen("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"));
+	http_request_done(&req);
+
+	ASSERT_EQ(parse("CONNECT example.com HTTP/1.0\n\n", &req, err), HTTP_HEAD_OK);
+	ASSERT_EQ(req.port, 443);
+	ASSERT_EQ(req.minor, 0);
+	http_request_done(&req);
+
+	ASSERT_EQ(parse("CONNECT [::ffff:10.0.0.1]:8443 HTTP/1.1\r\n\r\n", &req, err),
+		  HTTP_HEAD_OK);
+	ASSERT_STREQ(req.host, "[::ffff:10.0.0.1]");
+	ASSERT_EQ(req.port, 8443);
+	http_request_done(&req);
+
+	ASSERT_EQ(parse("CONNECT example.com:0 HTTP/1.1\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("CONNECT example.com:65536 HTTP/1.1\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("CONNECT example.com:44x HTTP/1.1\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("CONNECT :443 HTTP/1.1\r\n\r\n", &req, err), HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("CONNECT example.com:443 HTTP/2.0\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("CONNECT example.com:443 HTTP/1.1\r\n", &req, err), HTTP_HEAD_INCOMPLETE);
+	ASSERT_EQ(parse("CONNECT example.com:443 HTTP/1.1\r\nX: 1\r\n", &req, err),
+		  HTTP_HEAD_INCOMPLETE);
+}
+
+TEST(plain_http_heads)
+{
+	HttpRequest req = {};
+	char err[256];
+
+	ASSERT_EQ(
+		parse("GET http://Example.com/a/b?c=d#frag HTTP/1.1\r\nX-A: 1\r\n\r\n", &req, err),
+		HTTP_HEAD_OK);
+	ASSERT_FALSE(req.connect);
+	ASSERT_STREQ(req.method, "GET");
+	ASSERT_STREQ(req.host, "Example.com");
+	ASSERT_EQ(req.port, 80);
+	ASSERT_STREQ(req.path, "/a/b?c=d");
+	ASSERT_EQ(req.n_headers, 1);
+	ASSERT_STREQ(req.headers[0].name, "X-A");
+	ASSERT_STREQ(req.headers[0].value, "1");
+	http_request_done(&req);
+
+	ASSERT_EQ(parse("GET HTTP://h.test:8080 HTTP/1.1\r\n\r\n", &req, err), HTTP_HEAD_OK);
+	ASSERT_EQ(req.port, 8080);
+	ASSERT_STREQ(req.path, "/");
+	http_request_done(&req);
+
+	ASSERT_EQ(parse("GET http://h.test?q=1 HTTP/1.1\r\n\r\n", &req, err), HTTP_HEAD_OK);
+	ASSERT_STREQ(req.path, "/?q=1");
+	http_request_done(&req);
+
+	ASSERT_EQ(parse("GET /relative HTTP/1.1\r\nHost: h.test\r\n\r\n", &req, err),
+		  HTTP_HEAD_NOT_ABSOLUTE);
+	ASSERT_EQ(parse("GET https://h.test/ HTTP/1.1\r\n\r\n", &req, err), HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("GET http://user:pw@h.test/ HTTP/1.1\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("GET http:///x HTTP/1.1\r\n\r\n", &req, err), HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("G@T http://h.test/ HTTP/1.1\r\n\r\n", &req, err), HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("GET http://h.test/ HTTP/1.1\r\n folded\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("GET http://h.test/ HTTP/1.1\r\nNo colon\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("GET http://h.test/ HTTP/1.1\r\nX: a\x01\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("\r\nGET http://h.test/ HTTP/1.1\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+}
+
+TEST(body_framing_and_smuggling)
+{
+	HttpRequest req = {};
+	char err[256];
+
+	ASSERT_EQ(
+		parse("POST http://h.test/ HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n",
+		      &req, err),
+		HTTP_HEAD_OK);
+	ASSERT_EQ(req.content_length, 5);
+	ASSERT_FALSE(req.chunked);
+	http_request_done(&req);
+	ASSERT_EQ(parse("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n", &req,
+			err),
+		  HTTP_HEAD_OK);
+	ASSERT_TRUE(req.chunked);
+	http_request_done(&req);
+	ASSERT_EQ(
+		parse("POST http://h.test/ HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+		      &req, err),
+		HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(
+		parse("POST http://h.test/ HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+		      &req, err),
+		HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+			&req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("POST http://h.test/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_EQ(parse("POST http://h.test/ HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n", &req, err),
+		  HTTP_HEAD_BAD_REQUEST);
+}
+
+TEST(head_caps)
+{
+	HttpRequest req = {};
+	char err[256];
+	char *big = malloc(HTTP_HEAD_MAX + 64);
+	size_t n;
+
+	/* One byte over the cap without an end: too large, not incomplete. */
+	n = (size_t)sprintf(big, "GET http://h.test/ HTTP/1.1\r\nX: ");
+	memset(big + n, 'a', HTTP_HEAD_MAX - n);
+	ASSERT_EQ(http_request_parse(big, HTTP_HEAD_MAX, &req, err, sizeof(err)),
+		  HTTP_HEAD_TOO_LARGE);
+	/* Too many header lines. */
+	n = (size_t)sprintf(big, "GET http://h.test/ HTTP/1.1\r\n");
+	for (int i = 0; i < HTTP_HEADERS_MAX + 1; i++)
+		n += (size_t)sprintf(big + n, "X%d: y\r\n", i);
+	n += (size_t)sprintf(big + n, "\r\n");
+	ASSERT_EQ(http_request_parse(big, n, &req, err, sizeof(err)), HTTP_HEAD_TOO_LARGE);
+	/* Exactly HTTP_HEADERS_MAX is fine. */
+	n = (size_t)sprintf(big, "GET http://h.test/ HTTP/1.1\r\n");
+	for (int i = 0; i < HTTP_HEADERS_MAX; i++)
+		n += (size_t)sprintf(big + n, "X%d: y\r\n", i);
+	n += (size_t)sprintf(big + n, "\r\n");
+	ASSERT_EQ(http_request_parse(big, n, &req, err, sizeof(err)), HTTP_HEAD_OK);
+	http_request_done(&req);
+	free(big);
+}
+
+TEST(forward_head_strips_hop_by_hop_and_forces_host)
+{
+	HttpRequest req = {};
+	char err[256], *out = NULL;
+	ssize_t n;
+
+	ASSERT_EQ(
+		parse("POST http://allowed.test:8080/p?q HTTP/1.1\r\n"
+		      "Host: evil.test\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: 5\r\n"
+		      "Proxy-Authorization: Basic Zm9v\r\nProxy-Connection: keep-alive\r\nTE: trailers\r\n"
+		      "Trailer: X\r\nUpgrade: h2c\r\nX-Secret: 1\r\nTransfer-Encoding: chunked\r\n"
+		      "Accept: */*\r\nhost: evil2.test\r\n\r\n",
+		      &req, err),
+		HTTP_HEAD_OK);
+	n = http_request_forward_head(&req, "allowed.test", &out);
+	ASSERT_TRUE(n > 0);
+	ASSERT_STREQ(out, "POST /p?q HTTP/1.1\r\nAccept: */*\r\nHost: allowed.test:8080\r\n"
+			  "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+	free(out);
+	http_request_done(&req);
+
+	ASSERT_EQ(parse("GET http://a.test/ HTTP/1.0\r\nUser-Agent: t\r\n\r\n", &req, err),
+		  HTTP_HEAD_OK);
+	n = http_request_forward_head(&req, "a.test", &out);
+	ASSERT_STREQ(
+		out,
+		"GET / HTTP/1.0\r\nUser-Agent: t\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+	free(out);
+	http_request_done(&req);
+}
+
+static void body_of(const char *head, HttpBody *b)
+{
+	HttpRequest req = {};
+	char err[256];
+
+	if (parse(head, &req, err) != HTTP_HEAD_OK)
+		TEST_FAIL("parse: %s", err);
+	http_body_init(b, &req);
+	http_request_done(&req);
+}
+
+TEST(content_length_body_ends_where_it_says)
+{
+	HttpBody b;
+
+	body_of("POST http://h.test/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n", &b);
+	ASSERT_EQ(http_body_feed(&b, "abc", 3), 3);
+	ASSERT_FALSE(http_body_done(&b));
+	ASSERT_EQ(http_body_feed(&b, "deGET /next", 11), 2);
+	ASSERT_TRUE(http_body_done(&b));
+	ASSERT_EQ(http_body_feed(&b, "more", 4), 0);
+
+	body_of("GET http://h.test/ HTTP/1.1\r\n\r\n", &b);
+	ASSERT_TRUE(http_body_done(&b));
+	ASSERT_EQ(http_body_feed(&b, "GET /smuggled", 13), 0);
+}
+
+TEST(chunked_body_ends_after_the_trailer)
+{
+	static const char body[] = "5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n";
+	HttpBody b;
+
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_EQ(http_body_feed(&b, body, strlen(body)), (ssize_t)strlen(body));
+	ASSERT_TRUE(http_body_done(&b));
+
+	/* Byte by byte, with what follows left out. */
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	for (size_t i = 0; i < strlen(body); i++)
+		ASSERT_EQ(http_body_feed(&b, body + i, 1), 1);
+	ASSERT_TRUE(http_body_done(&b));
+	ASSERT_EQ(http_body_feed(&b, "GET", 3), 0);
+
+	/* Bare LF line ends and no trailer. */
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_EQ(http_body_feed(&b, "3\nabc\n0\n\nGET", 12), 9);
+	ASSERT_TRUE(http_body_done(&b));
+
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(http_body_feed(&b, "zz\r\n", 4), EBADMSG);
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(http_body_feed(&b, "\r\n", 2), EBADMSG);
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(http_body_feed(&b, "3\r\nabcX", 7), EBADMSG);
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(http_body_feed(&b, "fffffffffffffffff\r\n", 19), EBADMSG);
+	{
+		char line[HTTP_CHUNK_LINE_MAX + 8];
+
+		body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+		memset(line, ' ', sizeof(line));
+		line[0] = '1';
+		ASSERT_ERROR(http_body_feed(&b, line, sizeof(line)), EBADMSG);
+	}
+}
+
+int main(void)
+{
+	return tests_run();
+}

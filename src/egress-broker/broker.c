@@ -130,14 +130,14 @@ static void log_navigate(const char *host, unsigned port, bool allowed)
 			   (int)port, "viaUpstreamProxy", 0));
 }
 
-/* Printable ASCII without quotes or backslashes, at most @size - 1 bytes: what goes into a
- * reply text from a peer. */
+/* At most @size - 1 bytes of @in with control characters (CR and LF above all) made '?':
+ * what a reply body and a log line may take from a peer. */
 static void sanitize(char *out, size_t size, const char *in)
 {
 	size_t n = 0;
 
 	for (; in && *in && n + 1 < size; in++)
-		out[n++] = (*in >= 0x20 && *in < 0x7f && *in != '"' && *in != '\\') ? *in : '?';
+		out[n++] = ((unsigned char)*in < 0x20 || *in == 0x7f) ? '?' : *in;
 	out[n] = '\0';
 }
 
@@ -386,24 +386,29 @@ static void conn_decide(Conn *c)
 	conn_dial(c);
 }
 
-/* The dialer said no: map its code to a reply (docs/egress.md). */
+/* The dialer said no: map its code to a status (docs/egress.md). Its error text already
+ * says what happened and what to do ("egress denied: ...", "egress failed: ..."), so it is
+ * the reply's body; a text that does not look like one gets a prefix of ours. */
 static void conn_dial_refused(Conn *c, const char *code, const char *error)
 {
 	char why[ERROR_TEXT_MAX];
+	bool own = error && strneq(error, "egress ", 7);
 
 	sanitize(why, sizeof(why), error ? error : "no reason given");
 	say_json(json_pack("{s:s, s:s, s:i, s:s, s:s}", "event", "dial_refused", "host", c->host,
 			   "port", (int)c->req.port, "code", code, "error", why));
 	if (streq(code, "denied"))
-		conn_refusef(c, 403, "egress denied by the host: %s", why);
-	else if (streq(code, "unresolved"))
+		conn_refusef(c, 403, "%s%s", own ? "" : "egress denied by the host: ", why);
+	else if (streq(code, "unresolved") && !own)
 		conn_refusef(c, 502, "egress failed: could not resolve \"%s\" (%s)", c->host, why);
-	else if (streq(code, "unreachable"))
+	else if (streq(code, "unreachable") && !own)
 		conn_refusef(c, 502, "egress failed: could not connect to \"%s:%u\" (%s)", c->host,
 			     c->req.port, why);
 	else if (streq(code, "busy"))
-		conn_refusef(c, 503, "egress failed: the host dialer is busy (%s); try again later",
-			     why);
+		conn_refusef(c, 503, "%s%s",
+			     own ? "" : "egress failed: the host dialer is busy: ", why);
+	else if (own)
+		conn_refuse(c, 502, why);
 	else
 		conn_refusef(c, 502, "egress failed: the host dialer refused the request (%s: %s)",
 			     code, why);

@@ -167,6 +167,13 @@ class Broker:
                 out.append(json.loads(line[len("[egress-broker] "):]))
         return out
 
+    def settle(self, pred, timeout=3):
+        """The log is read by a thread: wait until @pred(events) holds, or the timeout."""
+        deadline = time.time() + timeout
+        while time.time() < deadline and not pred(self.events()):
+            time.sleep(0.02)
+        return pred(self.events())
+
     def ask(self, data, timeout=10, read_all=True):
         s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         s.sendall(data)
@@ -202,23 +209,24 @@ def main():
     web = Origin("http")
     dialer = Dialer(os.path.join(tmp, "dial.sock"), {
         "ok.test": ("ok", echo.port), "web.test": ("ok", web.port),
-        "private.test": ("denied", '"private.test" resolves to 10.0.0.1, which is internal'),
+        "private.test": ("denied", 'egress denied: "private.test" resolves to 10.0.0.1, which is private (10.0.0.0/8); the dialer never connects to internal addresses'),
         "nowhere.test": ("unresolved", "Name or service not known"),
         "down.test": ("unreachable", "Connection refused"),
-        "full.test": ("busy", "64 egress connections are open"),
+        "full.test": ("busy", "egress busy: this VM already has 64 egress connections open\r\nX-Injected: 1"),
+        "odd.test": ("bad_request", "no line within 5 s"),
         "slow.test": "silent",
     })
     caps = ["network:host:ok.test", "network:host:web.test:*", "network:host:ok.test:5432",
             "network:host:*.wild.test", "network:host:private.test", "network:host:nowhere.test",
             "network:host:down.test", "network:host:full.test", "network:host:slow.test",
-            "network:host:sneaky.test", "network:host:10.0.0.1", "network:host:127.0.0.1:*",
+            "network:host:sneaky.test", "network:host:odd.test", "network:host:10.0.0.1", "network:host:127.0.0.1:*",
             "network:host:169.254.169.254", "network:host:192.168.1.1",
             "network:host:172.17.0.1", "network:host:100.64.0.1", "network:host:0x7f.1",
             "network:host:::ffff:10.0.0.1", "network:host:::1:443", "network:host:api.github.com",
             "github:read:repos", "network:connect:8090"]
     b = Broker(tmp, caps, {"BERTH_EGRESS_HEAD_TIMEOUT_MS": "700", "BERTH_EGRESS_MAX_CONNS": "8"})
     tap(b.port, "the broker says where it listens", "\n".join(b.log))
-    tap(any("policy " in l and "20 host patterns" in l for l in b.log),
+    tap(any("policy " in l and "21 host patterns" in l for l in b.log),
         "and how many host patterns the policy holds", "\n".join(b.log))
 
     # --- CONNECT ---------------------------------------------------------------------------
@@ -266,11 +274,13 @@ def main():
         r = b.ask(b"CONNECT " + target + b" HTTP/1.1\r\n\r\n")
         tap(r == b"HTTP/1.1 403 Forbidden\r\n\r\n", f"CONNECT {target.decode()} (declared, internal): 403", r)
     tap(len(dialer.lines) == n, "none of them reached the dialer")
+    b.settle(lambda ev: len([e for e in ev if e["event"] == "blocked_address"]) >= 9)
     blocked = [e for e in b.events() if e["event"] == "blocked_address"]
     tap(len(blocked) == 9 and blocked[0] == {"event": "blocked_address", "host": "10.0.0.1", "port": 443,
                                              "address": "10.0.0.1"},
         "each logged as blocked_address", blocked[:1])
     r = b.ask(b"CONNECT api.github.com:443 HTTP/1.1\r\n\r\n")
+    b.settle(lambda ev: ev[-1]["event"] == "navigate_denied" and ev[-1]["host"] == "api.github.com")
     tap(r == b"HTTP/1.1 403 Forbidden\r\n\r\n" and b.events()[-2]["event"] == "dedicated_broker_host",
         "api.github.com is left to the GitHub broker when github:* is declared", b.events()[-2:])
 
@@ -286,8 +296,15 @@ def main():
     get = lambda host, extra=b"": b.ask(b"GET http://" + host + b"/ HTTP/1.1\r\n" + extra + b"\r\n")
     r = get(b"private.test")
     tap(r.startswith(b"HTTP/1.1 403 Forbidden\r\n") and body_of(r) ==
-        'egress denied by the host: ?private.test? resolves to 10.0.0.1, which is internal',
-        "plain HTTP: the host's denial, with its reason (quotes made safe)", r)
+        'egress denied: "private.test" resolves to 10.0.0.1, which is private (10.0.0.0/8); the dialer never connects to internal addresses',
+        "plain HTTP: the host's denial is the reply, word for word", r)
+    r = get(b"sneaky.test")
+    tap(body_of(r) == "egress denied by the host: not in --egress-allow",
+        "a reason not in the dialer's own words gets a prefix", r)
+    r = get(b"odd.test")
+    tap(r.startswith(b"HTTP/1.1 502") and body_of(r) ==
+        "egress failed: the host dialer refused the request (bad_request: no line within 5 s)",
+        "bad_request: 502 naming the code", r)
     r = get(b"nowhere.test")
     tap(body_of(r) == 'egress failed: could not resolve "nowhere.test" (Name or service not known)',
         "an unresolvable name: 502 could not resolve", r)
@@ -295,10 +312,13 @@ def main():
     tap(r.startswith(b"HTTP/1.1 502") and body_of(r) ==
         'egress failed: could not connect to "down.test:80" (Connection refused)', "unreachable: 502", r)
     r = get(b"full.test")
-    tap(r.startswith(b"HTTP/1.1 503") and "busy" in body_of(r), "busy: 503", r)
+    tap(r.startswith(b"HTTP/1.1 503") and body_of(r) ==
+        "egress busy: this VM already has 64 egress connections open??X-Injected: 1",
+        "busy: 503, with line breaks in the host's text made harmless", r)
+    b.settle(lambda ev: ev[-1]["event"] == "dial_refused" and ev[-1]["host"] == "full.test")
     refused = [e for e in b.events() if e["event"] == "dial_refused"]
     tap(refused and refused[-1] == {"event": "dial_refused", "host": "full.test", "port": 80, "code": "busy",
-                                    "error": "64 egress connections are open"},
+                                    "error": "egress busy: this VM already has 64 egress connections open??X-Injected: 1"},
         "the dialer's refusals are logged with their code", refused[-1:])
 
     # --- plain HTTP ------------------------------------------------------------------------
@@ -356,7 +376,7 @@ def main():
     time.sleep(0.2)
     r = b.ask(b"CONNECT ok.test:443 HTTP/1.1\r\n\r\n")
     tap(r.startswith(b"HTTP/1.1 503 Service Unavailable"), "past the connection cap: 503 at once", r)
-    tap(any(e["event"] == "too_many_connections" for e in b.events()), "and a log line says so")
+    tap(b.settle(lambda ev: any(e["event"] == "too_many_connections" for e in ev)), "and a log line says so")
     for h in held:
         h.close()
     time.sleep(0.3)
@@ -378,6 +398,7 @@ def main():
     b.stop()
     os.unlink(b.policy)
     b = Broker(tmp, caps, policy=False)
+    b.settle(lambda ev: any("WARNING" in l for l in b.log))
     tap(any("WARNING: cannot read the policy" in l and "every request will be denied" in l for l in b.log),
         "an unreadable policy is reported", b.log)
     r = b.ask(b"CONNECT ok.test:443 HTTP/1.1\r\n\r\n")

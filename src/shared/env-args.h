@@ -19,11 +19,14 @@
  * Every message names the argument, or the file, line and column, and never quotes a
  * value (nor anything of a line before its '=', which may be a pasted value).
  *
- * A command that boots a VM through VmLaunch (vm-launch.h) parses straight into its
- * set, which starts as NULL ("no --env given"):
+ * A set starts as NULL ("no --env given") and is created by the first flag:
  *
- *   case 'e': r = env_set_add_env(&l.env, optarg, err, sizeof(err)); ...
- *   case 'f': r = env_set_add_env_file(&l.env, optarg, err, sizeof(err)); ...
+ *   case 'e': r = env_set_add_env(&set, optarg, err, sizeof(err)); ...
+ *   case 'f': r = env_set_add_env_file(&set, optarg, err, sizeof(err)); ...
+ *
+ * A command that boots a VM through VmLaunch calls vm_launch_add_env() and
+ * vm_launch_add_env_file() (src/berth/vm-launch.h) instead, which do this into l->env
+ * and print the message.
  */
 
 #define ENV_FILE_SIZE_MAX (1024 * 1024) /* an --env-file */

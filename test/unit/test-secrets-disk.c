@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The CLI's secrets disk, read back by the guest's own parser (src/berth-init/secrets.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "env-args.h"
+#include "fileio.h"
+#include "macros.h"
+#include "manifest.h"
+#include "secrets-disk.h"
+#include "secrets.h" /* berth-init's */
+#include "tests.h"
+
+#define SECRET "s3cr3t-Value"
+
+static Manifest *manifest(const char *name, const char *secrets)
+{
+	_cleanup_free_ char *yaml = NULL;
+	Manifest *m = NULL;
+
+	ASSERT_TRUE(asprintf(&yaml, "name: %s\nversion: 1.0.0\n%s%s\n", name,
+			     secrets ? "secrets: " : "", secrets ?: "") > 0);
+	ASSERT_OK(manifest_parse(yaml, strlen(yaml), NULL, &m, NULL));
+	return m;
+}
+
+static EnvSet *env(const char *dotenv)
+{
+	EnvSet *s = NULL;
+	char err[256];
+
+	if (env_set_parse_dotenv(&s, dotenv, strlen(dotenv), "test", err, sizeof(err)) < 0)
+		TEST_FAIL("%s", err);
+	return s;
+}
+
+typedef struct Warnings {
+	char text[4096];
+} Warnings;
+
+static void collect(const char *line, void *userdata)
+{
+	Warnings *w = userdata;
+
+	ASSERT_TRUE(strchr(line, '\n') == NULL);
+	strncat(w->text, line, sizeof(w->text) - strlen(w->text) - 2);
+	strcat(w->text, "\n");
+}
+
+/* Build, check the framing, and parse with berth-init's parser. */
+static json_t *build_and_read(const EnvSet *e, const SecretsDiskApp *apps, size_t n)
+{
+	char *image = NULL, err[512] = "";
+	size_t size = 0, json_end;
+	json_t *doc = NULL;
+
+	ASSERT_OK(secrets_disk_build(e, apps, n, &image, &size, err, sizeof(err)));
+	ASSERT_TRUE(size > 0 && size % 512 == 0 && size <= SECRETS_DISK_SIZE_MAX);
+	ASSERT_TRUE(memcmp(image, "BERTHSEC1\n", 10) == 0);
+	json_end = strnlen(image, size);
+	for (size_t i = json_end; i < size; i++)
+		ASSERT_EQ(image[i], 0);
+	ASSERT_TRUE(size - json_end < 512);
+	if (secrets_parse(image, size, &doc, err, sizeof(err)) < 0)
+		TEST_FAIL("berth-init refuses the disk: %s", err);
+	secrets_disk_image_free(image, size);
+	return doc;
+}
+
+static const char *value_at(json_t *doc, const char *app, const char *name)
+{
+	json_t *o = app ? json_object_get(json_object_get(doc, "apps"), app)
+			: json_object_get(doc, "shared");
+
+	return json_string_value(json_object_get(o, name));
+}
+
+TEST(scoping)
+{
+	_cleanup_(manifest_freep) Manifest *gh = manifest("gh", "[GH_TOKEN, BOTH, GH_MISSING]");
+	_cleanup_(manifest_freep) Manifest *other = manifest("other", "[BOTH]");
+	_cleanup_(manifest_freep) Manifest *plain = manifest("plain", NULL);
+	_cleanup_(env_set_freep) EnvSet *e = env("GH_TOKEN=gh-" SECRET "\nSHARED=for all\n"
+						 "BOTH=two apps\nALSO_SHARED=x\n");
+	SecretsDiskApp apps[] = {{"gh", gh}, {"other", other}, {"plain", plain}};
+	_cleanup_(json_decrefp) json_t *doc = build_and_read(e, apps, 3);
+	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT);
+
+	ASSERT_STREQ(
+		text,
+		"{\"apps\":{\"gh\":{\"BOTH\":\"two apps\",\"GH_TOKEN\":\"gh-s3cr3t-Value\"},\"other\":{\"BOTH\":\"two apps\"}},\"shared\":{\"ALSO_SHARED\":\"x\",\"SHARED\":\"for all\"}}");
+	/* An app that declares nothing gets no object of its own: shared values only. */
+	ASSERT_TRUE(json_object_get(json_object_get(doc, "apps"), "plain") == NULL);
+}
+
+TEST(warnings_name_names_only)
+{
+	_cleanup_(manifest_freep) Manifest *gh = manifest("gh", "[GH_TOKEN, GH_MISSING]");
+	_cleanup_(manifest_freep) Manifest *other = manifest("other", "[OTHER_MISSING]");
+	_cleanup_(env_set_freep) EnvSet *e = env("GH_TOKEN=" SECRET "\nUNSCOPED=" SECRET "\n");
+	SecretsDiskApp apps[] = {{"gh", gh}, {"other", other}};
+	Warnings w = {};
+
+	secrets_disk_warn(e, apps, 2, collect, &w);
+	ASSERT_STREQ(
+		w.text,
+		"[berth] UNSCOPED is not declared under secrets: in any app's berth.yml, so every app in this VM receives it; to give it to one app only, list it under secrets: in that app's berth.yml\n"
+		"[berth] app \"gh\" declares secret GH_MISSING in berth.yml, but no value was provided for this boot\n"
+		"[berth] app \"other\" declares secret OTHER_MISSING in berth.yml, but no value was provided for this boot\n");
+	ASSERT_TRUE(strstr(w.text, "s3cr3t") == NULL);
+
+	/* No --env at all: the declared names are still reported. */
+	w = (Warnings){};
+	secrets_disk_warn(NULL, apps, 2, collect, &w);
+	ASSERT_STREQ(
+		w.text,
+		"[berth] app \"gh\" declares secret GH_TOKEN in berth.yml, but no value was provided for this boot\n"
+		"[berth] app \"gh\" declares secret GH_MISSING in berth.yml, but no value was provided for this boot\n"
+		"[berth] app \"other\" declares secret OTHER_MISSING in berth.yml, but no value was provided for this boot\n");
+	/* Everything given and declared: silence. */
+	w = (Warnings){};
+	{
+		_cleanup_(env_set_freep) EnvSet *all =
+			env("GH_TOKEN=1\nGH_MISSING=2\nOTHER_MISSING=3\n");
+
+		secrets_disk_warn(all, apps, 2, collect, &w);
+	}
+	ASSERT_STREQ(w.text, "");
+}
+
+TEST(values_survive_byte_for_byte)
+{
+	_cleanup_(manifest_freep) Manifest *m = manifest("app", "[KEY]");
+	_cleanup_(env_set_freep) EnvSet *e = NULL;
+	static const char *const values[] = {
+		"",
+		"quote \" backslash \\ slash / done",
+		"-----BEGIN KEY-----\nabc\r\n\t-----END KEY-----\n",
+		"controls \x01\x02\x1b\x1f and del \x7f",
+		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x91",
+		"looks like json {\"a\":[1]} and \\u0000",
+	};
+	char err[256], arg[256];
+	SecretsDiskApp app = {"app", m};
+
+	for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+		snprintf(arg, sizeof(arg), "V%zu=%s", i, values[i]);
+		ASSERT_OK(env_set_add_env(&e, arg, err, sizeof(err)));
+	}
+	ASSERT_OK(env_set_add_env(&e, "KEY=scoped \"one\"\n", err, sizeof(err)));
+	{
+		_cleanup_(json_decrefp) json_t *doc = build_and_read(e, &app, 1);
+
+		for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+			char name[8];
+
+			snprintf(name, sizeof(name), "V%zu", i);
+			ASSERT_STREQ(value_at(doc, NULL, name), values[i]);
+		}
+		ASSERT_STREQ(value_at(doc, "app", "KEY"), "scoped \"one\"\n");
+		ASSERT_TRUE(value_at(doc, NULL, "KEY") == NULL);
+	}
+}
+
+TEST(empty_set)
+{
+	_cleanup_(manifest_freep) Manifest *m = manifest("app", "[KEY]");
+	SecretsDiskApp app = {"app", m};
+	char *image = NULL, err[256];
+	size_t size;
+
+	ASSERT_OK(secrets_disk_build(NULL, &app, 1, &image, &size, err, sizeof(err)));
+	ASSERT_EQ(size, 512);
+	ASSERT_STREQ(image, "BERTHSEC1\n{\"shared\":{},\"apps\":{}}");
+	secrets_disk_image_free(image, size);
+}
+
+TEST(padding_at_the_boundary)
+{
+	/* "BERTHSEC1\n" + {"shared":{"A":"<v>"},"apps":{}} is 39 bytes + the value. */
+	_cleanup_(env_set_freep) EnvSet *e = NULL;
+	char *image = NULL, err[256], arg[1100];
+	size_t size;
+
+	for (size_t vlen = 470; vlen < 480; vlen++) {
+		e = env_set_free(e);
+		snprintf(arg, sizeof(arg), "A=%0*d", (int)vlen, 0);
+		ASSERT_OK(env_set_add_env(&e, arg, err, sizeof(err)));
+		ASSERT_OK(secrets_disk_build(e, NULL, 0, &image, &size, err, sizeof(err)));
+		ASSERT_EQ(size, 39 + vlen <= 512 ? 512 : 1024);
+		ASSERT_EQ(strnlen(image, size), 39 + vlen);
+		{
+			_cleanup_(json_decrefp) json_t *doc = NULL;
+
+			ASSERT_OK(secrets_parse(image, size, &doc, err, sizeof(err)));
+		}
+		secrets_disk_image_free(image, size);
+	}
+}
+
+TEST(size_cap)
+{
+	_cleanup_(env_set_freep) EnvSet *e = NULL;
+	_cleanup_free_ char *arg = malloc(ENV_VALUE_SIZE_MAX + 16);
+	char *image = NULL, err[512];
+	size_t size;
+
+	/* Eight 128 KiB values fill 1 MiB; the names and quotes push it past. */
+	for (int i = 0; i < 8; i++) {
+		snprintf(arg, 16, "V%d=", i);
+		memset(arg + 3, 'x', ENV_VALUE_SIZE_MAX);
+		memcpy(arg + 3, SECRET, strlen(SECRET));
+		arg[3 + ENV_VALUE_SIZE_MAX] = '\0';
+		ASSERT_OK(env_set_add_env(&e, arg, err, sizeof(err)));
+	}
+	ASSERT_ERROR(secrets_disk_build(e, NULL, 0, &image, &size, err, sizeof(err)), E2BIG);
+	ASSERT_STREQ(
+		err,
+		"the values given with --env and --env-file take 1048672 bytes on the secrets disk, more than the 1024 KiB it holds; pass only what the apps need");
+	ASSERT_TRUE(image == NULL);
+
+	/* Control characters take six bytes each once escaped: the cap counts those. Two
+	 * values of 100 KiB take 1.2 MiB. */
+	e = env_set_free(e);
+	memset(arg, '\x01', 100 * 1024);
+	arg[100 * 1024] = '\0';
+	for (int i = 0; i < 2; i++) {
+		_cleanup_free_ char *a = NULL;
+
+		ASSERT_TRUE(asprintf(&a, "C%d=%s", i, arg) > 0);
+		ASSERT_OK(env_set_add_env(&e, a, err, sizeof(err)));
+	}
+	ASSERT_ERROR(secrets_disk_build(e, NULL, 0, &image, &size, err, sizeof(err)), E2BIG);
+	ASSERT_TRUE(strstr(err, "\x01") == NULL);
+
+	/* Just under the cap is written whole. */
+	e = env_set_free(e);
+	for (int i = 0; i < 7; i++) {
+		snprintf(arg, 16, "V%d=", i);
+		memset(arg + 3, 'y', ENV_VALUE_SIZE_MAX);
+		arg[3 + ENV_VALUE_SIZE_MAX] = '\0';
+		ASSERT_OK(env_set_add_env(&e, arg, err, sizeof(err)));
+	}
+	{
+		_cleanup_(json_decrefp) json_t *doc = build_and_read(e, NULL, 0);
+
+		ASSERT_EQ(strlen(value_at(doc, NULL, "V6")), ENV_VALUE_SIZE_MAX);
+	}
+}
+
+TEST(app_names_the_guest_refuses)
+{
+	_cleanup_(manifest_freep) Manifest *m = manifest("app", NULL);
+	SecretsDiskApp bad[] = {{"Bad", m}}, twice[] = {{"a", m}, {"a", m}};
+	char *image = NULL, err[256];
+	size_t size;
+
+	ASSERT_ERROR(secrets_disk_build(NULL, bad, 1, &image, &size, err, sizeof(err)), EINVAL);
+	ASSERT_ERROR(secrets_disk_build(NULL, twice, 2, &image, &size, err, sizeof(err)), EINVAL);
+}
+
+static char *temp_dir(void)
+{
+	char *d = strdup("/tmp/test-secrets-disk.XXXXXX");
+
+	ASSERT_NOT_NULL(mkdtemp(d));
+	return d;
+}
+
+TEST(write_is_0600_exclusive_and_never_follows)
+{
+	_cleanup_free_ char *dir = temp_dir(), *path = NULL, *other = NULL, *back = NULL;
+	char image[512] = "BERTHSEC1\n{}", err[512], link_target[64];
+	struct stat st;
+	size_t n;
+
+	ASSERT_TRUE(asprintf(&path, "%s/vm.img", dir) > 0);
+	ASSERT_TRUE(asprintf(&other, "%s/elsewhere", dir) > 0);
+
+	/* 0600 whatever the umask. */
+	umask(0);
+	ASSERT_OK(secrets_disk_write(path, image, sizeof(image), err, sizeof(err)));
+	ASSERT_EQ(stat(path, &st), 0);
+	ASSERT_EQ(st.st_mode & 07777, 0600);
+	ASSERT_EQ(st.st_size, 512);
+	ASSERT_OK(read_full_file(path, 4096, &back, &n));
+	ASSERT_EQ(n, 512);
+	ASSERT_TRUE(memcmp(back, image, 512) == 0);
+
+	/* A file of ours left by a crashed run is replaced (a new inode, not rewritten). */
+	{
+		ino_t old = st.st_ino;
+		int hold = open(path, O_RDONLY | O_CLOEXEC);
+
+		ASSERT_TRUE(hold >= 0);
+		ASSERT_OK(secrets_disk_write(path, image, sizeof(image), err, sizeof(err)));
+		ASSERT_EQ(stat(path, &st), 0);
+		ASSERT_TRUE(st.st_ino != old);
+		close(hold);
+	}
+
+	/* A symlink at the path is refused and its target untouched. */
+	ASSERT_EQ(unlink(path), 0);
+	ASSERT_EQ(symlink(other, path), 0);
+	ASSERT_ERROR(secrets_disk_write(path, image, sizeof(image), err, sizeof(err)), EEXIST);
+	ASSERT_TRUE(strstr(err, "exists and is not a file of this user's; remove it") != NULL);
+	ASSERT_EQ(access(other, F_OK), -1);
+	ASSERT_EQ(readlink(path, link_target, sizeof(link_target)), (ssize_t)strlen(other));
+	ASSERT_EQ(unlink(path), 0);
+
+	/* So are a directory and a FIFO. */
+	ASSERT_EQ(mkdir(path, 0700), 0);
+	ASSERT_ERROR(secrets_disk_write(path, image, sizeof(image), err, sizeof(err)), EEXIST);
+	ASSERT_EQ(rmdir(path), 0);
+	ASSERT_EQ(mkfifo(path, 0600), 0);
+	ASSERT_ERROR(secrets_disk_write(path, image, sizeof(image), err, sizeof(err)), EEXIST);
+	ASSERT_EQ(unlink(path), 0);
+
+	/* A missing directory is an error, and leaves nothing. */
+	{
+		_cleanup_free_ char *deep = NULL;
+
+		ASSERT_TRUE(asprintf(&deep, "%s/no/such/dir.img", dir) > 0);
+		ASSERT_ERROR(secrets_disk_write(deep, image, sizeof(image), err, sizeof(err)),
+			     ENOENT);
+	}
+	ASSERT_OK(secrets_disk_remove(path));
+	ASSERT_OK(rm_rf(dir));
+}
+
+TEST(path_is_private)
+{
+	_cleanup_free_ char *home = temp_dir(), *path = NULL, *want = NULL, *dir = NULL;
+	char err[512];
+	struct stat st;
+
+	ASSERT_EQ(setenv("BERTH_HOME", home, 1), 0);
+	ASSERT_OK(secrets_disk_path("berth-dev-notes", &path, err, sizeof(err)));
+	ASSERT_TRUE(asprintf(&want, "%s/run/secrets/berth-dev-notes.img", home) > 0);
+	ASSERT_TRUE(asprintf(&dir, "%s/run/secrets", home) > 0);
+	ASSERT_STREQ(path, want);
+	ASSERT_EQ(lstat(dir, &st), 0);
+	ASSERT_TRUE(S_ISDIR(st.st_mode));
+	ASSERT_EQ(st.st_mode & 0777, 0700);
+
+	/* Opened up by someone: made private again. */
+	ASSERT_EQ(chmod(dir, 0755), 0);
+	free(path);
+	ASSERT_OK(secrets_disk_path("berth-dev-notes", &path, err, sizeof(err)));
+	ASSERT_EQ(lstat(dir, &st), 0);
+	ASSERT_EQ(st.st_mode & 0777, 0700);
+
+	/* A symlink in its place is refused. */
+	ASSERT_EQ(rmdir(dir), 0);
+	ASSERT_EQ(symlink("/tmp", dir), 0);
+	free(path);
+	path = NULL;
+	ASSERT_ERROR(secrets_disk_path("berth-dev-notes", &path, err, sizeof(err)), EPERM);
+	ASSERT_TRUE(strstr(err, "is not a directory of this user's") != NULL);
+
+	ASSERT_ERROR(secrets_disk_path("../escape", &path, err, sizeof(err)), EINVAL);
+	ASSERT_OK(rm_rf(home));
+}
+
+TEST(remove_is_idempotent)
+{
+	ASSERT_OK(secrets_disk_remove("/tmp/test-secrets-disk.does-not-exist"));
+}
+
+int main(void)
+{
+	return tests_run();
+}

@@ -239,8 +239,11 @@ static void dev_done(Dev *d)
 
 static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, const char **ret_dir)
 {
-	static const struct option options[] = {
-		{"runtime", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'}, {}};
+	static const struct option options[] = {{"runtime", required_argument, NULL, 'r'},
+						{"env", required_argument, NULL, 'e'},
+						{"env-file", required_argument, NULL, 'f'},
+						{"help", no_argument, NULL, 'h'},
+						{}};
 	const char *env = getenv("BERTH_DEV_BOOT_TIMEOUT_MS");
 	int c;
 
@@ -252,8 +255,14 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		if (c == 'r')
 			*ret_runtime = optarg;
-		else if (c == 'h') {
-			printf("usage: berth dev [DIR] [--runtime vm|docker]\n");
+		else if (c == 'e') {
+			if (vm_launch_add_env(&d->l, optarg) < 0)
+				return -EINVAL;
+		} else if (c == 'f') {
+			if (vm_launch_add_env_file(&d->l, optarg) < 0)
+				return -EINVAL;
+		} else if (c == 'h') {
+			printf("usage: berth dev [DIR] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]...\n");
 			exit(0);
 		} else
 			return -EINVAL;

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "paths.h"
 #include "rundir.h"
 #include "runtime-select.h"
+#include "secrets-disk.h"
 #include "source-dir.h"
 #include "vm-client.h"
 #include "vm-launch.h"
@@ -99,6 +102,125 @@ int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 	    asprintf(&l->state, "%s/state/%s.img", vm_dir, l->name) < 0)
 		return log_error_errno(-ENOMEM, "out of memory");
 	return 0;
+}
+
+int vm_launch_add_env(VmLaunch *l, const char *arg)
+{
+	char err[512];
+	int r = env_set_add_env(&l->env, arg, err, sizeof(err));
+
+	return r < 0 ? log_error_errno(r, "%s", err) : 0;
+}
+
+int vm_launch_add_env_file(VmLaunch *l, const char *path)
+{
+	char err[512];
+	int r = env_set_add_env_file(&l->env, path, err, sizeof(err));
+
+	return r < 0 ? log_error_errno(r, "%s", err) : 0;
+}
+
+/* --- the secrets disk ------------------------------------------------------------------- */
+
+/* The disk's path for the signal handler, which may only call async-signal-safe code. */
+static char secrets_path_on_signal[PATH_MAX];
+static const int secrets_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static struct sigaction secrets_saved[ELEMENTSOF(secrets_signals)];
+
+static void secrets_on_signal(int sig)
+{
+	int saved = errno;
+
+	(void)unlink(secrets_path_on_signal);
+	errno = saved;
+	/* SA_RESETHAND restored the default action: die of the signal as before. */
+	(void)raise(sig);
+}
+
+static void print_warning(const char *line, void *userdata)
+{
+	fprintf(stderr, "%s\n", line);
+}
+
+/*
+ * Write the secrets disk of this boot when --env or --env-file gave values, warn about
+ * the scoping either way, and arm the signal handlers that delete it if the CLI is
+ * stopped before drop_secrets(). *@ret is the disk's path, NULL when none was written.
+ */
+static int write_secrets(VmLaunch *l, char **ret)
+{
+	_cleanup_(manifest_freep) Manifest *m = NULL;
+	_cleanup_free_ char *path = NULL;
+	SecretsDiskApp app;
+	char err[1024], *image = NULL;
+	size_t size;
+	int r;
+
+	*ret = NULL;
+	/* The scope comes from the berth.yml in the share the VM boots, which a reload may
+	 * have changed; the app's name in the VM is the share's. */
+	r = vm_launch_load_manifest(l->bundle.dir, &m);
+	if (r < 0)
+		return r;
+	app = (SecretsDiskApp){.name = l->name, .manifest = m};
+	secrets_disk_warn(l->env, &app, 1, print_warning, NULL);
+	if (env_set_size(l->env) == 0)
+		return 0;
+	/* `--env NAME` read NAME from this environment: berth-vmm and QEMU need not inherit
+	 * it. What the CLI and berth-vmm read themselves stays. */
+	for (size_t i = 0; i < env_set_size(l->env); i++) {
+		const char *name = env_set_name(l->env, i);
+
+		if (!streq(name, "PATH") && !streq(name, "HOME") && !strneq(name, "BERTH_", 6))
+			(void)unsetenv(name);
+	}
+
+	r = secrets_disk_path(l->vm_name, &path, err, sizeof(err));
+	if (r >= 0 && strlen(path) >= sizeof(secrets_path_on_signal)) {
+		snprintf(err, sizeof(err), "its path is too long; set BERTH_HOME to a shorter one");
+		r = -ENAMETOOLONG;
+	}
+	if (r >= 0)
+		r = secrets_disk_build(l->env, &app, 1, &image, &size, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "cannot write the secrets disk: %s", err);
+	strcpy(secrets_path_on_signal, path);
+	for (size_t i = 0; i < ELEMENTSOF(secrets_signals); i++) {
+		struct sigaction sa = {.sa_handler = secrets_on_signal, .sa_flags = SA_RESETHAND};
+
+		sigemptyset(&sa.sa_mask);
+		(void)sigaction(secrets_signals[i], NULL, &secrets_saved[i]);
+		/* A signal the user had ignored (nohup) stays ignored. */
+		if (secrets_saved[i].sa_handler == SIG_DFL)
+			(void)sigaction(secrets_signals[i], &sa, NULL);
+	}
+	r = secrets_disk_write(path, image, size, err, sizeof(err));
+	secrets_disk_image_free(image, size);
+	if (r < 0) {
+		for (size_t i = 0; i < ELEMENTSOF(secrets_signals); i++)
+			(void)sigaction(secrets_signals[i], &secrets_saved[i], NULL);
+		return log_error_errno(r, "cannot write the secrets disk: %s", err);
+	}
+	*ret = TAKE_PTR(path);
+	return 0;
+}
+
+/* berth-vmm has opened the disk and handed the descriptor to QEMU, which reads it through
+ * that descriptor, or it failed: either way the file is no longer needed. */
+static void drop_secrets(char *path)
+{
+	int r;
+
+	if (!path)
+		return;
+	r = secrets_disk_remove(path);
+	if (r < 0)
+		log_warning_errno(
+			r, "cannot delete %s, which holds this boot's secrets: %m; delete it",
+			path);
+	for (size_t i = 0; i < ELEMENTSOF(secrets_signals); i++)
+		(void)sigaction(secrets_signals[i], &secrets_saved[i], NULL);
+	secrets_path_on_signal[0] = '\0';
 }
 
 /* The berth-vmm built for this CLI's artifacts, or another with a warning. */
@@ -195,7 +317,7 @@ static void settle_failed_vm(VmLaunch *l)
 
 int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 {
-	_cleanup_free_ char *out = NULL;
+	_cleanup_free_ char *out = NULL, *secrets = NULL;
 	_cleanup_(json_decrefp) json_t *vm = NULL;
 	char *argv[VMM_ARGS_MAX + 12] = {l->vmm,  "run",	 "--name",  l->vm_name,
 					 "--app", l->bundle.dir, "--state", l->state};
@@ -209,8 +331,16 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 			return log_error("too many berth-vmm arguments (at most %d)", VMM_ARGS_MAX);
 		argv[argc++] = l->vmm_args[i];
 	}
+	r = write_secrets(l, &secrets);
+	if (r < 0)
+		return r;
+	if (secrets) {
+		argv[argc++] = "--secrets";
+		argv[argc++] = secrets;
+	}
 	argv[argc] = NULL;
 	r = run_capture(argv, 120 * 1000, 1024 * 1024, &out, &status);
+	drop_secrets(secrets);
 	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		/* berth-vmm explains itself on stderr, which run_capture() discards: ask again. */
 		return log_error(
@@ -246,5 +376,6 @@ void vm_launch_done(VmLaunch *l)
 	free(l->run_dir);
 	free(l->vmm);
 	free(l->state);
+	env_set_free(l->env);
 	*l = (VmLaunch){};
 }

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 
 #include "dev-bundle.h"
+#include "env-args.h"
 #include "manifest.h"
 
 /*
@@ -13,6 +14,13 @@
  *
  * Human lines go to standard output prefixed with @prefix; `berth mcp` points its
  * standard output elsewhere before calling in, so nothing here reaches its MCP stream.
+ *
+ * Secrets (docs/secrets.md): a command that takes --env and --env-file hands each one to
+ * vm_launch_add_env() / vm_launch_add_env_file() while it parses its arguments, which
+ * fill l->env. vm_launch_boot() then writes the secrets disk for the VM, passes it to
+ * berth-vmm with --secrets, and deletes it once berth-vmm has handed it to QEMU (on
+ * every path: a failed start and a signal included). With no --env given nothing is
+ * written. Warnings about the scoping go to standard error.
  */
 typedef struct VmLaunch {
 	const char *prefix; /* "[berth:dev] " */
@@ -26,6 +34,7 @@ typedef struct VmLaunch {
 	Bundle bundle;
 	unsigned boot_timeout_ms;
 	char **vmm_args; /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
+	EnvSet *env;	 /* --env and --env-file values (owned); NULL when none was given */
 } VmLaunch;
 
 #define VM_LAUNCH_BOOT_TIMEOUT_MS_DEFAULT (180 * 1000)
@@ -37,6 +46,11 @@ typedef struct VmLaunch {
  */
 int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 		   const char *vm_name_prefix);
+
+/* One --env (NAME or NAME=value) or --env-file argument into l->env; on failure prints
+ * why (never a value) and returns -EINVAL, -E2BIG, -EBADMSG or -errno. */
+int vm_launch_add_env(VmLaunch *l, const char *arg);
+int vm_launch_add_env_file(VmLaunch *l, const char *path);
 
 /* Find berth-vmm and install the pinned artifacts when missing. */
 int vm_launch_prepare(VmLaunch *l);

@@ -501,6 +501,28 @@ static void conn_read_reply(Conn *c)
 		conn_refuse(c, 502, "egress failed: the host dialer sent a malformed reply");
 }
 
+/* After any I/O in the tunnel, from either side: pass each half-close on once its
+ * direction is drained, and end the connection when it is done. Plain HTTP ends with the
+ * response; a tunnel once both directions have. Returns true when @c was freed. */
+static bool conn_tunnel_settle(Conn *c)
+{
+	if (c->d_eof && c->d2c.len == 0 && !c->c_shut) {
+		(void)shutdown(c->cfd, SHUT_WR);
+		c->c_shut = true;
+	}
+	/* Plain HTTP never half-closes upstream: some servers take that for an abort. */
+	if (c->req.connect && c->c_eof && c->c2d.len == 0 && !c->d_shut) {
+		(void)shutdown(c->dfd, SHUT_WR);
+		c->d_shut = true;
+	}
+	if (c->c_shut && (!c->req.connect || c->d_shut)) {
+		conn_free(c);
+		return true;
+	}
+	conn_update(c);
+	return false;
+}
+
 static int on_dial_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 {
 	Conn *c = userdata;
@@ -549,16 +571,7 @@ static int on_dial_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 		conn_free(c);
 		return 0;
 	}
-	if (c->d_eof && c->d2c.len == 0 && !c->c_shut) {
-		(void)shutdown(c->cfd, SHUT_WR);
-		c->c_shut = true;
-	}
-	/* Plain HTTP ends with the response; a tunnel once both directions have. */
-	if (c->c_shut && (!c->req.connect || c->d_shut)) {
-		conn_free(c);
-		return 0;
-	}
-	conn_update(c);
+	(void)conn_tunnel_settle(c);
 	return 0;
 }
 
@@ -662,17 +675,7 @@ static int on_client_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 		conn_free(c);
 		return 0;
 	}
-	/* A tunnel passes the app's half-close on; plain HTTP never half-closes upstream
-	 * (some servers take that for an abort). */
-	if (c->req.connect && c->c_eof && c->c2d.len == 0 && !c->d_shut) {
-		(void)shutdown(c->dfd, SHUT_WR);
-		c->d_shut = true;
-	}
-	if (c->c_shut && c->d_shut) {
-		conn_free(c);
-		return 0;
-	}
-	conn_update(c);
+	(void)conn_tunnel_settle(c);
 	return 0;
 }
 

@@ -240,15 +240,22 @@ def main():
     tap(dialer.lines and dialer.lines[-1] == b'{"op":"dial","host":"ok.test","port":443}\n',
         "one dial line, exactly the protocol's", dialer.lines[-1:] )
     tap(got.endswith(b"early bytes|"), "bytes sent right behind the head go through first", got)
-    s.sendall(b"x" * 300000)
+    rest = bytearray()
+
+    def drain():
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            rest.extend(d)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    s.sendall(b"x" * 3000000)
     s.shutdown(socket.SHUT_WR)
-    rest = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        rest += d
-    tap(rest == b"x" * 300000, "300 KB round trip through the tunnel, then a clean half-close both ways",
+    reader.join(20)
+    tap(rest == b"x" * 3000000 and not reader.is_alive(),
+        "3 MB round trip through the tunnel, then a clean half-close both ways",
         len(rest))
     s.close()
 

@@ -204,7 +204,7 @@ struct Mcp {
 	const char *app, *app_dir, *container, *runtime;
 	char *run_id;
 	char **only;
-	bool warm, no_boot;
+	bool warm, no_boot, env_given;
 	unsigned boot_timeout_s, call_timeout_ms;
 	/* the sandbox */
 	VmLaunch l;
@@ -601,7 +601,7 @@ static void handle_request(Mcp *c, json_t *msg)
 			json_object_get(json_object_get(params, "clientInfo"), "name"));
 		_cleanup_free_ char *server = NULL;
 
-		if (client && !c->client)
+		if (client && *client && !c->client)
 			c->client = strndup(client, 128);
 		if (asprintf(&server, "berth-%s", c->l.name) < 0)
 			server = NULL;
@@ -799,6 +799,10 @@ static int attach(Mcp *c)
 	if (json_array_size(json_object_get(vm, "apps")) > 1)
 		snprintf(c->app_cwd, sizeof(c->app_cwd), "/app/%s", c->l.name);
 	say("attached to the running VM \"%s\"", c->vm_name);
+	if (c->env_given)
+		log_warning("--env and --env-file apply to a VM this command boots; %s keeps the "
+			    "values it was booted with (stop it to boot one with yours)",
+			    c->vm_name);
 	return 0;
 }
 
@@ -1043,9 +1047,15 @@ static int parse_args(int argc, char **argv, Mcp *c)
 			c->run_id = strdup(optarg);
 			break;
 		case O_ENV:
+			if (vm_launch_add_env(&c->l, optarg) < 0)
+				return -EINVAL;
+			c->env_given = true;
+			break;
 		case O_ENV_FILE:
-			return log_error(
-				"--env and --env-file are not available in this build yet");
+			if (vm_launch_add_env_file(&c->l, optarg) < 0)
+				return -EINVAL;
+			c->env_given = true;
+			break;
 		case O_HELP:
 			usage(stdout);
 			exit(0);
@@ -1085,6 +1095,23 @@ static int make_run_id(Mcp *c)
 	return 0;
 }
 
+/* A signal while the VM boots: the boot is cut short and what it started is stopped. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	stop_requested = sig;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal}; /* no SA_RESTART: waits end */
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 /* --- the command ---------------------------------------------------------------------------- */
 
 static int serve(Mcp *c)
@@ -1096,6 +1123,8 @@ static int serve(Mcp *c)
 		r = ev_add_signal(c->loop, NULL, SIGINT, on_signal, c);
 	if (r >= 0)
 		r = ev_add_signal(c->loop, NULL, SIGTERM, on_signal, c);
+	if (r >= 0)
+		r = ev_add_signal(c->loop, NULL, SIGHUP, on_signal, c);
 	if (r >= 0) {
 		int fl = fcntl(STDIN_FILENO, F_GETFL);
 
@@ -1133,6 +1162,9 @@ int cmd_mcp(int argc, char **argv)
 	const char *capture = getenv("BERTH_AUDIT_CAPTURE_PAYLOADS");
 	int r;
 
+	/* A client that goes away mid-answer must not kill us before the VM is stopped. */
+	signal(SIGPIPE, SIG_IGN);
+	catch_stop_signals();
 	r = relay_start(&c.out_fd);
 	if (r < 0)
 		return log_error_errno(r, "cannot set up standard output for MCP: %m"), 1;
@@ -1173,6 +1205,10 @@ int cmd_mcp(int argc, char **argv)
 		r = boot_own(&c);
 	if (r < 0)
 		goto out;
+	if (stop_requested) {
+		r = log_error("stopped by signal %d before serving", (int)stop_requested);
+		goto out;
+	}
 	if (c.warm) {
 		say("warm: \"%s\" boots; its bundle and the VM artifacts are ready for the next "
 		    "session",

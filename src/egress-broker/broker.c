@@ -365,8 +365,9 @@ static void conn_decide(Conn *c)
 		log_navigate(c->host, port, false);
 		conn_refusef(
 			c, 403,
-			"egress denied: \"%s:%u\" is not covered by any declared browser:navigate:<pattern>/network:host:<pattern> capability",
-			c->host, port);
+			"egress denied: \"%s%s%s:%u\" is not covered by any declared browser:navigate:<pattern>/network:host:<pattern> capability",
+			kind == EGRESS_HOST_IPV6 ? "[" : "", c->host,
+			kind == EGRESS_HOST_IPV6 ? "]" : "", port);
 		return;
 	}
 	if (kind == EGRESS_HOST_IPV4_BLOCKED || kind == EGRESS_HOST_IPV6) {

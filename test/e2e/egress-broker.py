@@ -355,6 +355,9 @@ def main():
     r = get(b"[::ffff:10.0.0.1]")
     tap(body_of(r) == 'egress denied: "::ffff:10.0.0.1" resolves to ::ffff:10.0.0.1, which is loopback, private, link-local, or otherwise internal',
         "an IPv4-mapped IPv6 literal likewise", r)
+    r = get(b"[2001:db8::1]")
+    tap(body_of(r) == 'egress denied: "[2001:db8::1]:80" is not covered by any declared browser:navigate:<pattern>/network:host:<pattern> capability',
+        "an undeclared IPv6 literal is shown in brackets", r)
     r = get(b"api.github.com")
     tap(body_of(r) == 'egress denied: "api.github.com" is enforced by a dedicated broker in this container, which is the only route to it',
         "the dedicated-broker text", r)

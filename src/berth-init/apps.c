@@ -17,6 +17,7 @@
 #include "apps.h"
 #include "confine.h"
 #include "disks.h"
+#include "egress.h"
 #include "fd-splice.h"
 #include "fileio.h"
 #include "journal.h"
@@ -64,6 +65,7 @@ struct App {
 	char dir[64];	 /* the share's mount point */
 	char socket[96]; /* /run/berth/<name>/rpc.sock */
 	bool python;
+	bool egress; /* the one app the egress broker serves */
 	uid_t uid;
 	pid_t pid;
 	AppState state;
@@ -82,6 +84,9 @@ static const json_t *apps_secrets;
 static App apps[APPS_MAX];
 static unsigned n_apps;
 static EvSource *pending_timer;
+static int egress_app = -1; /* index of the app the egress broker serves */
+static bool launching;	    /* waiting for the egress broker before starting the apps */
+static void (*launch_none_started)(void);
 
 static int tag_valid(const char *t)
 {
@@ -235,7 +240,8 @@ static bool strict_cgroups(void)
 static void refuse(App *a, const char *event, const char *why)
 {
 	a->state = APP_REFUSED;
-	snprintf(a->refused, sizeof(a->refused), "%s", why);
+	/* A long reason (every app's name) is cut to fit. */
+	snprintf(a->refused, sizeof(a->refused), "%.*s", (int)sizeof(a->refused) - 1, why);
 	if (event)
 		journal_event(event, json_pack("{s:s, s:s}", "app", a->name, "reason", why));
 }
@@ -268,6 +274,81 @@ static int setup_cgroups(void)
 	return 0;
 }
 
+/*
+ * The egress broker serves one app (SPEC 6.1). Several apps declaring egress refuses all
+ * of them (fail closed: none gets a broker another could use); so does an app whose name
+ * would collide with the broker's user, directories or policy.
+ */
+static void plan_egress(void)
+{
+	char names[APPS_MAX * 34] = "", why[sizeof(names) + 160];
+	json_t *list = json_array();
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < n_apps; i++) {
+		App *a = &apps[i];
+
+		if (a->state == APP_REFUSED || !egress_policy_declares(a->conf.policy))
+			continue;
+		a->egress = true;
+		egress_app = (int)i;
+		json_array_append_new(list, json_string(a->name));
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 n++ ? ", " : "", a->name);
+	}
+	if (n > 1) {
+		snprintf(
+			why, sizeof(why),
+			"at most one app may declare a browser:navigate:*/network:host:* capability when running multiple apps together — found %u: %s",
+			n, names);
+		journal_event("egress_refused",
+			      json_pack("{s:o, s:s}", "apps", list, "reason", why));
+		for (unsigned i = 0; i < n_apps; i++)
+			if (apps[i].egress) {
+				refuse(&apps[i], NULL, why);
+				apps[i].egress = false;
+			}
+		egress_app = -1;
+		return;
+	}
+	json_decref(list);
+	if (n == 0)
+		return;
+	for (unsigned i = 0; i < n_apps; i++)
+		if (streq(apps[i].name, "egress") || streq(apps[i].name, EGRESS_USER)) {
+			snprintf(
+				why, sizeof(why),
+				"an app named \"%s\" would share the egress broker's user and directories; rename that app to run \"%s\" with egress",
+				apps[i].name, apps[egress_app].name);
+			journal_event("egress_refused",
+				      json_pack("{s:[s], s:s}", "apps", apps[egress_app].name,
+						"reason", why));
+			refuse(&apps[egress_app], NULL, why);
+			apps[egress_app].egress = false;
+			egress_app = -1;
+			return;
+		}
+	{
+		App *a = &apps[egress_app];
+		const json_t *ports = json_object_get(a->conf.policy, "networkPorts");
+		bool reach = json_is_true(json_object_get(a->conf.policy, "networkUnrestricted"));
+		size_t k;
+		json_t *p;
+
+		json_array_foreach(ports, k, p)
+			reach |= json_integer_value(p) == 8090;
+		if (!reach) {
+			char line[256];
+
+			snprintf(
+				line, sizeof(line),
+				"[berth-init] WARNING: \"%s\" declares network:host: but not network:connect:8090, so Landlock keeps it from reaching the egress broker; add network:connect:8090 to its berth.yml",
+				a->name);
+			journal_log(a->name, "policy", line, strlen(line));
+		}
+	}
+}
+
 int apps_setup_identities(void)
 {
 	_cleanup_free_ char *users = strdup(""), *groups = NULL;
@@ -276,6 +357,7 @@ int apps_setup_identities(void)
 
 	if (n_apps == 0)
 		return 0;
+	plan_egress();
 	for (unsigned i = 0; i < n_apps; i++) {
 		char *next = NULL;
 
@@ -306,6 +388,23 @@ int apps_setup_identities(void)
 			return -ENOMEM;
 		free(groups);
 		groups = next;
+	}
+	if (egress_app >= 0) {
+		/* The broker's own identity, outside group berth. */
+		char *u = NULL, *g = NULL;
+
+		if (asprintf(&u,
+			     "%s" EGRESS_USER
+			     ":x:%u:%u:berth egress broker:/nonexistent:/usr/sbin/nologin\n",
+			     users, EGRESS_UID, EGRESS_UID) < 0 ||
+		    asprintf(&g, "%s" EGRESS_USER ":x:%u:\n", groups, EGRESS_UID) < 0) {
+			free(u);
+			return -ENOMEM;
+		}
+		free(users);
+		free(groups);
+		users = u;
+		groups = g;
 	}
 	(void)mkdir("/run/berth", 0755);
 	(void)mkdir("/run/berth/etc", 0755);
@@ -486,6 +585,8 @@ static void build_env(const App *a, Env *e)
 	env_set(e, "BERTH_APP_GID", buf);
 	snprintf(buf, sizeof(buf), "%u", BERTH_GROUP_GID);
 	env_set(e, "BERTH_APP_SUPPLEMENTARY_GIDS", buf);
+	if (a->egress)
+		env_set(e, "BERTH_EGRESS_PROXY_URL", EGRESS_PROXY_URL);
 	base = *e;
 	/* An app's own secrets win over the shared ones: add them first. */
 	env_add_secrets(e, json_object_get(json_object_get(apps_secrets, "apps"), a->name), &base);
@@ -566,7 +667,7 @@ static int start_app(App *a)
 	return 0;
 }
 
-int apps_start_all(void)
+static int start_pending(void)
 {
 	int started = 0;
 
@@ -589,6 +690,51 @@ int apps_start_all(void)
 		started++;
 	}
 	return started;
+}
+
+static void launch_rest(void)
+{
+	launching = false;
+	if (start_pending() == 0 && launch_none_started)
+		launch_none_started();
+}
+
+static void on_egress_ready(bool ok, const char *why, void *userdata)
+{
+	if (!ok && egress_app >= 0) {
+		journal_event("egress_refused", json_pack("{s:[s], s:s}", "apps",
+							  apps[egress_app].name, "reason", why));
+		refuse(&apps[egress_app], NULL, why);
+	}
+	launch_rest();
+}
+
+void apps_launch(void (*none_started)(void))
+{
+	launch_none_started = none_started;
+	/* The broker first: the egress app's first request must find it listening. */
+	if (egress_app >= 0 && apps[egress_app].state == APP_PENDING) {
+		launching = true;
+		egress_start(on_egress_ready, NULL);
+		return;
+	}
+	launch_rest();
+}
+
+int apps_setup_egress(EvLoop *loop, MuxIo *io)
+{
+	char why[512];
+	App *a;
+
+	if (egress_app < 0 || apps[egress_app].state != APP_PENDING)
+		return 0;
+	a = &apps[egress_app];
+	if (egress_setup(loop, io, a->name, a->conf.policy_path, why, sizeof(why)) < 0) {
+		journal_event("egress_refused",
+			      json_pack("{s:[s], s:s}", "apps", a->name, "reason", why));
+		refuse(a, NULL, why);
+	}
+	return 0;
 }
 
 bool apps_child_exited(pid_t pid, int status)
@@ -635,8 +781,10 @@ unsigned apps_running(void)
 {
 	unsigned n = 0;
 
+	/* Apps waiting for the egress broker count: they are about to start. */
 	for (unsigned i = 0; i < n_apps; i++)
-		if (apps[i].state == APP_STARTING || apps[i].state == APP_READY)
+		if (apps[i].state == APP_STARTING || apps[i].state == APP_READY ||
+		    (launching && apps[i].state == APP_PENDING))
 			n++;
 	return n;
 }

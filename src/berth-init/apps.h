@@ -26,8 +26,12 @@ int apps_prepare(EvLoop *loop, const json_t *secrets);
 int apps_setup_identities(void);
 /* Route channel ports 5000+i to the apps' RPC sockets. */
 int apps_listen_rpc(MuxIo *io);
-/* Start every app; returns the number started. */
-int apps_start_all(void);
+/* The egress broker's directory, policies and dial socket (routed to @io), when one app
+ * declares egress; a failure refuses that app, never the VM. */
+int apps_setup_egress(EvLoop *loop, MuxIo *io);
+/* Start every app, after the egress broker listens when one is needed. @none_started is
+ * called (from here, or later from the loop) when no app could start. */
+void apps_launch(void (*none_started)(void));
 /* A child exited (from the SIGCHLD reaper). Returns true when it was an app. */
 bool apps_child_exited(pid_t pid, int status);
 /* SIGTERM to every running app's session. */

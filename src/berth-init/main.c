@@ -29,6 +29,7 @@
 #include "apps.h"
 #include "control.h"
 #include "disks.h"
+#include "egress.h"
 #include "evloop.h"
 #include "fileio.h"
 #include "journal.h"
@@ -196,12 +197,21 @@ static int start_mux(void)
 
 static void status_reply(json_t *reply, void *userdata)
 {
+	json_t *egress = egress_status();
+
 	json_object_set_new(reply, "apps", apps_status());
 	json_object_set_new(reply, "shuttingDown", json_boolean(init.shutting_down));
 	json_object_set_new(reply, "uptimeMs", json_integer(journal_uptime_ms()));
+	if (egress)
+		json_object_set_new(reply, "egress", egress);
 }
 
 static void begin_shutdown(const char *reason);
+
+static void no_app_started(void)
+{
+	begin_shutdown("no app could start");
+}
 
 static void shutdown_requested(void *userdata)
 {
@@ -215,7 +225,8 @@ static void reap_children(void)
 
 	/* PID 1 inherits every orphan: reap them all, known or not. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		(void)apps_child_exited(pid, status);
+		if (!apps_child_exited(pid, status))
+			(void)egress_child_exited(pid, status);
 }
 
 static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userdata)
@@ -280,6 +291,8 @@ static int setup_apps(void)
 		r = apps_setup_identities();
 	if (r >= 0)
 		r = apps_listen_rpc(init.mux);
+	if (r >= 0)
+		r = apps_setup_egress(init.loop, init.mux);
 	return r;
 }
 
@@ -444,8 +457,8 @@ int main(void)
 	journal_event("boot_complete",
 		      json_pack("{s:I, s:i}", "uptimeMs", (json_int_t)journal_uptime_ms(), "apps",
 				(int)apps_count()));
-	if (apps_count() > 0 && apps_start_all() == 0)
-		begin_shutdown("no app could start");
+	if (apps_count() > 0)
+		apps_launch(no_app_started);
 
 	/* The loop phase: only a shutdown ends it. */
 	for (;;) {

@@ -19,7 +19,8 @@ t0=$(now_ms)
 stage=$("$here/stage.sh")
 t1=$(now_ms)
 
-guest_bins=("$build/src/berth-init/berth-init" "$build/src/agent-init/agent-init")
+guest_bins=("$build/src/berth-init/berth-init" "$build/src/agent-init/agent-init"
+	"$build/src/egress-broker/egress-broker")
 # The SDK sources are inputs of the image too.
 for b in "${guest_bins[@]}"; do
 	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
@@ -31,6 +32,7 @@ tree="$work/tree"
 cp -a "$stage" "$tree"
 install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
 install -m 0755 -s "$build/src/agent-init/agent-init" "$tree/usr/sbin/agent-init"
+install -m 0755 -s "$build/src/egress-broker/egress-broker" "$tree/usr/sbin/egress-broker"
 # The Python SDK, so that Python apps need only their own files in their share. Byte-compiled
 # in the image's own Python, with hashes rather than mtimes (the image is read-only).
 sdk_py="$here/../../sdk/python/berth_sdk"

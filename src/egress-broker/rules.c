@@ -54,6 +54,11 @@ int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret)
 			host_len = (size_t)(colon - scope);
 		}
 	}
+	/* An IPv6 address is written in brackets ("[::1]:443"); requests are matched without. */
+	if (host_len >= 2 && scope[0] == '[' && scope[host_len - 1] == ']') {
+		scope++;
+		host_len -= 2;
+	}
 	if (host_len == 0 || memchr(scope, '\0', host_len))
 		return -EINVAL;
 	host = strndup(scope, host_len);

@@ -9,7 +9,8 @@
  *
  * A pattern is a capability scope. It is split at its LAST ':' only when what follows is
  * all digits or "*": "example.com:8443" is (example.com, 8443), "*.example.com:*" is
- * (*.example.com, any port), and "example.com" alone covers ports 80 and 443. The host
+ * (*.example.com, any port), and "example.com" alone covers ports 80 and 443. An IPv6
+ * address is written in brackets ("[2001:db8::1]:443") and kept without them. The host
  * part is a glob in which only '*' is special (it matches any run of characters, dots
  * included); the match is anchored and lowercase.
  */

@@ -48,6 +48,16 @@ TEST(pattern_split_at_the_last_colon_only_for_digits_or_star)
 	ASSERT_STREQ(p.host, "x");
 	ASSERT_TRUE(p.port > 0xffff);
 	free(p.host);
+	/* IPv6 in brackets, as the host dialer takes it too. */
+	ASSERT_OK(egress_pattern_parse("[::FFFF:10.0.0.1]", 17, &p));
+	ASSERT_STREQ(p.host, "::ffff:10.0.0.1");
+	ASSERT_EQ(p.port, EGRESS_PORT_DEFAULT);
+	free(p.host);
+	ASSERT_OK(egress_pattern_parse("[2001:db8::1]:8443", 18, &p));
+	ASSERT_STREQ(p.host, "2001:db8::1");
+	ASSERT_EQ(p.port, 8443);
+	free(p.host);
+	ASSERT_ERROR(egress_pattern_parse("[]", 2, &p), EINVAL);
 	ASSERT_ERROR(egress_pattern_parse(":443", 4, &p), EINVAL);
 	ASSERT_ERROR(egress_pattern_parse("", 0, &p), EINVAL);
 }

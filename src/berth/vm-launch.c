@@ -72,6 +72,22 @@ int vm_launch_load_manifest(const char *dir, Manifest **ret)
 	return 0;
 }
 
+/* The hosts the VM's egress dialer may reach, from berth.yml alone (docs/egress.md). */
+static int load_egress(VmLaunch *l)
+{
+	_cleanup_free_ char *warning = NULL, *reason = NULL;
+	const Manifest *apps[] = {l->manifest};
+	int r = vm_egress_plan(apps, 1, &l->egress_allow, &warning, &reason);
+
+	if (r == -EOPNOTSUPP)
+		return log_error("%s", reason ? reason : "this app's egress cannot run in the VM");
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
+	if (warning)
+		log_warning("%s", warning);
+	return 0;
+}
+
 int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 		   const char *vm_name_prefix)
 {
@@ -95,6 +111,9 @@ int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 	r = vm_support_check(l->manifest, &reason);
 	if (r < 0)
 		return log_error("%s", reason ? reason : "this app cannot run in the VM");
+	r = load_egress(l);
+	if (r < 0)
+		return r;
 	l->name = strdup(manifest_name(l->manifest));
 	vm_dir = berth_vm_dir();
 	if (!l->name || !vm_dir || asprintf(&l->vm_name, "%s%s", vm_name_prefix, l->name) < 0 ||
@@ -317,9 +336,9 @@ static void settle_failed_vm(VmLaunch *l)
 
 int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 {
-	_cleanup_free_ char *out = NULL, *secrets = NULL;
+	_cleanup_free_ char *out = NULL, *secrets = NULL, *egress = NULL;
 	_cleanup_(json_decrefp) json_t *vm = NULL;
-	char *argv[VMM_ARGS_MAX + 12] = {l->vmm,  "run",	 "--name",  l->vm_name,
+	char *argv[VMM_ARGS_MAX + 14] = {l->vmm,  "run",	 "--name",  l->vm_name,
 					 "--app", l->bundle.dir, "--state", l->state};
 	size_t argc = 8;
 	char reason[512];
@@ -330,6 +349,21 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 		if (i >= VMM_ARGS_MAX)
 			return log_error("too many berth-vmm arguments (at most %d)", VMM_ARGS_MAX);
 		argv[argc++] = l->vmm_args[i];
+	}
+	/* One comma-separated --egress-allow: the patterns hold no commas. */
+	for (size_t i = 0; l->egress_allow && l->egress_allow[i]; i++) {
+		char *next = NULL;
+
+		if (asprintf(&next, "%s%s%s", egress ? egress : "", egress ? "," : "",
+			     l->egress_allow[i]) < 0)
+			return log_error_errno(-ENOMEM, "out of memory");
+		free(egress);
+		egress = next;
+	}
+	if (egress) {
+		argv[argc++] = "--egress-allow";
+		argv[argc++] = egress;
+		say(l, "egress: %s (berth-vmm checks every connection against these)", egress);
 	}
 	r = write_secrets(l, &secrets);
 	if (r < 0)
@@ -377,5 +411,6 @@ void vm_launch_done(VmLaunch *l)
 	free(l->vmm);
 	free(l->state);
 	env_set_free(l->env);
+	vm_egress_allow_free(l->egress_allow);
 	*l = (VmLaunch){};
 }

@@ -33,8 +33,9 @@ typedef struct VmLaunch {
 	Manifest *manifest;
 	Bundle bundle;
 	unsigned boot_timeout_ms;
-	char **vmm_args; /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
-	EnvSet *env;	 /* --env and --env-file values (owned); NULL when none was given */
+	char **vmm_args;     /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
+	EnvSet *env;	     /* --env and --env-file values (owned); NULL when none was given */
+	char **egress_allow; /* --egress-allow patterns from berth.yml (vm_egress_plan()) */
 } VmLaunch;
 
 #define VM_LAUNCH_BOOT_TIMEOUT_MS_DEFAULT (180 * 1000)

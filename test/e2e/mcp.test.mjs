@@ -288,7 +288,17 @@ test("the audit trail: every call recorded, verify passes, an edited record is c
 	for (const r of calls) assert.match(r.meta.bridge, /^[0-9a-f]{16}$/);
 	assert.equal(statMode(path), 0o600);
 
-	let r = run(["audit", "verify"]);
+	// The session with its own VM is attested from its run id: the VM has ended, its
+	// evidence is on disk, and the trail names the boot.
+	let r = run(["attest", "mcp-e2e-fs"]);
+	assert.equal(r.status, 0, r.stderr);
+	const att = JSON.parse(r.stdout);
+	assert.equal(att.runId, "mcp-e2e-fs");
+	assert.equal(att.boot.bootId, boots.find((b) => b.meta.runId === "mcp-e2e-fs").meta.evidence.bootId);
+	assert.ok(att.run.records >= 5, `records of the run: ${att.run.records}`);
+	assert.equal(att.enforcement.status, "ACTIVE");
+
+	r = run(["audit", "verify"]);
 	assert.equal(r.status, 0, r.stdout + r.stderr);
 	assert.match(r.stdout, new RegExp(`Chain intact across ${records.length} records\\. Head: [0-9a-f]{16}…`));
 

@@ -223,6 +223,7 @@ struct Mcp {
 	unsigned n_calls;
 	AuditSink *audit;
 	char bridge[17];
+	char boot_id[64]; /* the boot the last sandbox.boot record describes */
 	char *client;
 	int exit_code;
 };
@@ -452,6 +453,22 @@ static int connect_rpc(Mcp *c)
 	return fd;
 }
 
+static void record_boot(Mcp *c);
+
+/* berth dev reboots its VM on every change: a call that would run on a boot the session
+ * has not recorded yet records that boot first, so the trail says where each call ran. */
+static void follow_reboot(Mcp *c)
+{
+	json_auto_t *vm = vm_json_load(c->run_dir);
+	const char *boot_id = json_string_value(json_object_get(vm, "bootId"));
+
+	if (boot_id && !streq(boot_id, c->boot_id)) {
+		say("the VM %s was rebooted (boot %s); recording the new boot", c->vm_name,
+		    boot_id);
+		record_boot(c);
+	}
+}
+
 static void tool_call(Mcp *c, json_t *id, json_t *params)
 {
 	const char *name = json_string_value(json_object_get(params, "name"));
@@ -511,6 +528,7 @@ static void tool_call(Mcp *c, json_t *id, json_t *params)
 		 (long long)time(NULL) * 1000, rnd[0], rnd[1], rnd[2], rnd[3]);
 	request = json_pack("{s:s, s:s, s:O}", "id", call->rpc_id, "export", name, "input", input);
 	line = request ? json_dumps(request, JSON_COMPACT) : NULL;
+	follow_reboot(c);
 	fd = connect_rpc(c);
 	if (fd < 0) {
 		json_auto_t *meta = json_pack("{s:b}", "failed", 1);
@@ -884,6 +902,8 @@ static void record_boot(Mcp *c)
 	json_t *boot, *enf, *meta, *be;
 	char now[40];
 
+	snprintf(c->boot_id, sizeof(c->boot_id), "%s",
+		 json_string_value(json_object_get(evidence, "bootId")) ?: "");
 	/* berth-init took these reports before the app's code ran: the app cannot forge them. */
 	c->enforcement = enforcement_from_reports(json_object_get(evidence, "events"), c->l.name);
 	say("kernel enforcement in this VM: %s", enforcement_status_to_string(c->enforcement));

@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -155,8 +155,10 @@ test("own VM: tools, a kernel denial explained, the VM stopped when the client g
 	assert.deepEqual(stray, []);
 });
 
-test("attach to berth dev's VM, round trip, leave it running; stdout is only JSON-RPC", LONG, async () => {
-	const appDir = join(src, "apps/notes");
+test("attach to berth dev's VM, round trip, across a reload, leave it running; stdout is only JSON-RPC", LONG, async () => {
+	// A copy, so the test can edit it to make berth dev reload.
+	const appDir = join(home, "notes");
+	cpSync(join(src, "apps/notes"), appDir, { recursive: true });
 	const dev = spawn(berth, ["dev"], { cwd: appDir, env, stdio: ["ignore", "pipe", "pipe"] });
 	let devOut = "";
 	dev.stdout.on("data", (d) => (devOut += d));
@@ -164,7 +166,7 @@ test("attach to berth dev's VM, round trip, leave it running; stdout is only JSO
 	try {
 		await waitFor("berth dev to be ready", () => /^VM ready in/m.test(devOut), 600);
 
-		const { client, log, stray } = await connect(["--app", "notes", "--app-dir", appDir, "--only", "add_note,list_notes"]);
+		const { client, log, stray } = await connect(["--app", "notes", "--app-dir", appDir, "--only", "add_note,list_notes", "--run-id", "mcp-e2e-notes"]);
 		assert.match(log.text, /attached to the running VM "berth-dev-notes"/);
 		const { tools } = await client.listTools();
 		assert.deepEqual(tools.map((t) => t.name), ["add_note", "list_notes"]);
@@ -177,6 +179,14 @@ test("attach to berth dev's VM, round trip, leave it running; stdout is only JSO
 		assert.ok(JSON.parse(text(r)).notes.some((n) => n.id === id && n.text === note));
 		r = await client.callTool({ name: "complete_note", arguments: { id } });
 		assert.equal(r.isError, true, "complete_note is not served with --only");
+
+		// berth dev reboots the VM on a change; the session follows and records the new boot.
+		const reloads = (devOut.match(/^Reloaded in/gm) || []).length;
+		appendFileSync(join(appDir, "src/index.ts"), "\nexport const mcpTestRevision = 1;\n");
+		await waitFor("berth dev to reload", () => (devOut.match(/^Reloaded in/gm) || []).length > reloads, 600);
+		r = await client.callTool({ name: "list_notes", arguments: {} });
+		assert.ok(JSON.parse(text(r)).notes.some((n) => n.id === id), "the note survived the reload on the state disk");
+		assert.match(log.text, /was rebooted \(boot [0-9a-f-]{36}\); recording the new boot/);
 		await client.close();
 		await new Promise((res) => setTimeout(res, 1000));
 		assert.ok(running("berth-dev-notes"), "berth dev's VM keeps running after the client goes");
@@ -295,8 +305,14 @@ test("the audit trail: every call recorded, verify passes, an edited record is c
 	const att = JSON.parse(r.stdout);
 	assert.equal(att.runId, "mcp-e2e-fs");
 	assert.equal(att.boot.bootId, boots.find((b) => b.meta.runId === "mcp-e2e-fs").meta.evidence.bootId);
-	assert.ok(att.run.records >= 5, `records of the run: ${att.run.records}`);
+	assert.equal(att.run.records, 3, "sandbox.boot and the two write_file calls that reached the app");
 	assert.equal(att.enforcement.status, "ACTIVE");
+
+	// The attached session saw berth dev reboot: its run spans two boots, which attest refuses.
+	assert.equal(boots.filter((b) => b.meta.runId === "mcp-e2e-notes").length, 2);
+	r = run(["attest", "mcp-e2e-notes"]);
+	assert.notEqual(r.status, 0);
+	assert.match(r.stderr, /spans boots/);
 
 	r = run(["audit", "verify"]);
 	assert.equal(r.status, 0, r.stdout + r.stderr);

@@ -603,7 +603,13 @@ static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd)
 	Env env = {};
 	char runtime[96], procs[160];
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), cg;
+	sigset_t none;
 
+	/* berth-init blocks the signals its loop reads through a signalfd, and the mask
+	 * survives exec: without this an app (Python's, which does not reset it as Node
+	 * does) never sees the SIGTERM of a graceful stop. */
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	build_env(a, &env);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
 	    dup2(err_fd, STDERR_FILENO) < 0)

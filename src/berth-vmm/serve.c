@@ -2,7 +2,7 @@
 /*
  * The supervising half of berth-vmm: start QEMU, hold the one client connection to its
  * multiplexed channel, map the run dir's sockets onto guest ports, follow the guest's
- * boot events, and notice when QEMU goes away.
+ * boot events, serve its log to every reader of logs.sock, and notice when QEMU goes away.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 #include "evloop.h"
 #include "fileio.h"
 #include "line-conn.h"
+#include "log-fanout.h"
 #include "log.h"
 #include "macros.h"
 #include "mux-io.h"
@@ -54,6 +55,7 @@ typedef struct Serve {
 	MuxIo *io;
 	EgressDialer *egress;
 	LineConn *events;
+	LogFanout *logs;
 	Listener listeners[2 + VMM_APPS_MAX];
 	size_t n_listeners;
 	Pending pending[PENDING_MAX];
@@ -149,6 +151,19 @@ static int add_listener(Serve *s, const char *file, uint32_t port)
 	return 0;
 }
 
+/* The guest's log port serves one reader: berth-vmm is it, and serves logs.sock itself. */
+static int listen_logs(Serve *s)
+{
+	char path[108];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/logs.sock", s->vmm->run_dir);
+	fd = unix_listen(path);
+	if (fd < 0)
+		return log_error_errno(fd, "cannot listen on %s: %m", path);
+	return log_fanout_new(s->loop, s->io, fd, &s->logs);
+}
+
 static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
 {
 	Serve *s = userdata;
@@ -223,6 +238,7 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 		json_array_clear(s->evidence);
 		if (open_event_stream(s) < 0)
 			log_warning("cannot follow the guest's boot events");
+		log_fanout_session_ready(s->logs);
 		if (s->stop_requested)
 			send_shutdown(s);
 		flush_pending(s);
@@ -299,6 +315,7 @@ static int on_qemu_exit(EvSource *src, const siginfo_t *si, void *userdata)
 	Serve *s = userdata;
 
 	s->qemu_gone = true;
+	log_fanout_finish(s->logs);
 	s->qemu_code = si->si_code;
 	s->qemu_status = si->si_status;
 	s->vmm->engine.pid = 0;
@@ -413,7 +430,7 @@ static int start(Serve *s)
 		return log_error_errno(r, "cannot start the egress dialer: %m");
 	r = v->args.channel_external ? 0 : add_listener(s, "control.sock", MUX_PORT_CONTROL);
 	if (r >= 0 && !v->args.channel_external)
-		r = add_listener(s, "logs.sock", MUX_PORT_LOG);
+		r = listen_logs(s);
 	for (size_t i = 0; r >= 0 && !v->args.channel_external && i < v->n_apps; i++) {
 		char file[32];
 
@@ -506,6 +523,7 @@ int vmm_serve(Vmm *v, int ready_fd)
 	for (size_t i = 0; i < s.n_pending; i++)
 		close(s.pending[i].fd);
 	line_conn_free(s.events);
+	log_fanout_free(s.logs);
 	egress_dialer_free(s.egress);
 	mux_io_free(s.io);
 	ev_loop_free(s.loop);

@@ -12,6 +12,9 @@
  */
 
 #define VM_LINE_MAX (1024 * 1024)
+/* What berth-vmm says on logs.sock, then closes, to a reader past its cap: the prefix, why,
+ * and what to do. */
+#define LOG_STREAM_REFUSED "log stream refused: "
 
 typedef struct LineReader {
 	int fd;

@@ -306,6 +306,11 @@ int cmd_vm_logs(int argc, char **argv)
 			break;
 		if (streq(line, "log stream attached"))
 			continue;
+		if (strneq(line, LOG_STREAM_REFUSED, strlen(LOG_STREAM_REFUSED))) {
+			log_error("%s", line);
+			r = -EBUSY;
+			break;
+		}
 		o = json_loads(line, 0, NULL);
 		if (json_is_string(json_object_get(o, "event")) &&
 		    streq(json_string_value(json_object_get(o, "event")), "log_replay_end")) {
@@ -321,6 +326,8 @@ int cmd_vm_logs(int argc, char **argv)
 	}
 	line_reader_done(&lr);
 	close(fd);
+	if (r == -EBUSY)
+		return 1;
 	if (r < 0 && r != -ETIME)
 		return log_error_errno(r, "reading the log stream failed: %m"), 1;
 	return 0;

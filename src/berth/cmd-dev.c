@@ -24,6 +24,7 @@
 #include "evloop.h"
 #include "exec-util.h"
 #include "fileio.h"
+#include "linebuf.h"
 #include "log.h"
 #include "macros.h"
 #include "manifest.h"
@@ -37,6 +38,9 @@
 #include "vmm.h"
 
 #define DEBOUNCE_USEC (200 * USEC_PER_MSEC)
+#define REATTACH_USEC (500 * USEC_PER_MSEC)
+/* Room for the whole replay berth-vmm sends (1 MiB of lines), which a reattach sifts. */
+#define CATCH_UP_MAX (2 * 1024 * 1024)
 #define WATCHES_MAX 256
 
 typedef struct Dev {
@@ -44,9 +48,12 @@ typedef struct Dev {
 	EvLoop *loop;
 	int inotify_fd;
 	EvSource *debounce;
-	EvSource *logs_source;
+	EvSource *logs_source, *reattach;
 	LineReader logs;
 	int logs_fd;
+	char *last_line;      /* the newest log line printed, as it came */
+	LineBuffer *catch_up; /* after a reattach: the replay, until its end marker */
+	bool reattaching, refused_said;
 	int exit_code;
 } Dev;
 
@@ -74,6 +81,89 @@ static void detach_logs(Dev *d)
 	}
 }
 
+static void print_log_line(Dev *d, const char *line, size_t len)
+{
+	json_t *o = json_loadb(line, len, 0, NULL);
+
+	if (json_is_string(json_object_get(o, "line"))) {
+		printf("[%s] %s\n", json_string_value(json_object_get(o, "src")) ?: "?",
+		       json_string_value(json_object_get(o, "line")));
+		free(d->last_line);
+		d->last_line = strndup(line, len);
+	}
+	json_decref(o);
+}
+
+typedef struct CatchUp {
+	Dev *dev;
+	size_t i, seen; /* replay lines already printed: up to the last equal to last_line */
+} CatchUp;
+
+static void find_printed(const char *line, size_t len, void *userdata)
+{
+	CatchUp *cu = userdata;
+
+	cu->i++;
+	if (cu->dev->last_line && strlen(cu->dev->last_line) == len &&
+	    memcmp(cu->dev->last_line, line, len) == 0)
+		cu->seen = cu->i;
+}
+
+static void print_unseen(const char *line, size_t len, void *userdata)
+{
+	CatchUp *cu = userdata;
+
+	if (++cu->i > cu->seen)
+		print_log_line(cu->dev, line, len);
+}
+
+/* A reattach's replay is complete: print what followed the newest line printed before (the
+ * VM's log drops only its oldest lines, so when that one is gone, every line is new). */
+static void catch_up_done(Dev *d)
+{
+	CatchUp cu = {.dev = d};
+
+	linebuf_foreach(d->catch_up, find_printed, &cu);
+	if (cu.seen == 0)
+		say("the VM kept only its last 1 MiB of log: lines logged while the stream was away may be missing");
+	cu.i = 0;
+	linebuf_foreach(d->catch_up, print_unseen, &cu);
+	d->catch_up = linebuf_free(d->catch_up);
+}
+
+static void vm_gone(Dev *d)
+{
+	log_error("the VM went away; see 'berth vm status' and %s/vmm.log", d->l.run_dir);
+	d->exit_code = 1;
+	ev_exit(d->loop, 1);
+}
+
+static void handle_log_line(Dev *d, const char *line)
+{
+	json_t *o;
+	bool end;
+
+	if (strneq(line, LOG_STREAM_REFUSED, strlen(LOG_STREAM_REFUSED))) {
+		if (!d->refused_said)
+			say("%s", line);
+		d->refused_said = true;
+		return;
+	}
+	o = json_loads(line, 0, NULL);
+	end = streq(json_string_value(json_object_get(o, "event")) ?: "", "log_replay_end");
+	json_decref(o);
+	if (end) {
+		if (d->reattaching)
+			say("the log stream had ended while the VM ran on; following it again");
+		d->reattaching = d->refused_said = false;
+		if (d->catch_up)
+			catch_up_done(d);
+	} else if (d->catch_up)
+		(void)linebuf_append(d->catch_up, line, strlen(line));
+	else
+		print_log_line(d, line, strlen(line));
+}
+
 static int on_log(EvSource *s, int fd, uint32_t revents, void *userdata)
 {
 	Dev *d = userdata;
@@ -81,34 +171,60 @@ static int on_log(EvSource *s, int fd, uint32_t revents, void *userdata)
 	int r;
 
 	/* Everything already read is handed out; then one read(). */
-	while ((r = line_reader_next(&d->logs, 0, &line)) > 0) {
-		json_t *o = json_loads(line, 0, NULL);
-
-		if (json_is_string(json_object_get(o, "line")))
-			printf("[%s] %s\n", json_string_value(json_object_get(o, "src")) ?: "?",
-			       json_string_value(json_object_get(o, "line")));
-		json_decref(o);
-		fflush(stdout);
-	}
+	while ((r = line_reader_next(&d->logs, 0, &line)) > 0)
+		handle_log_line(d, line);
+	fflush(stdout);
 	if (r == 0 || (r < 0 && r != -ETIME)) {
+		pid_t pid;
+
 		detach_logs(d);
-		if (!ev_is_exiting(d->loop)) {
-			log_error("the VM went away; see 'berth vm status' and %s/vmm.log",
-				  d->l.run_dir);
-			d->exit_code = 1;
-			ev_exit(d->loop, 1);
+		if (ev_is_exiting(d->loop))
+			return 0;
+		/* Only a VM that is gone ends berth dev: a stream can end under a live one. */
+		if (rundir_inspect(d->l.run_dir, &pid) != RUNDIR_RUNNING) {
+			vm_gone(d);
+			return 0;
 		}
+		d->reattaching = true;
+		ev_source_set_time_relative(d->reattach, REATTACH_USEC);
+		ev_source_set_enabled(d->reattach, EV_ONESHOT);
 	}
 	return 0;
 }
 
-static int attach_logs(Dev *d)
+/* @again: the same VM as before, whose replay repeats lines already printed. */
+static int attach_logs(Dev *d, bool again)
 {
+	d->catch_up = linebuf_free(d->catch_up);
+	if (!again) {
+		free(d->last_line);
+		d->last_line = NULL;
+	} else if (d->last_line && !(d->catch_up = linebuf_new(CATCH_UP_MAX)))
+		return -ENOMEM;
 	d->logs_fd = vm_socket_connect(d->l.run_dir, "logs.sock");
 	if (d->logs_fd < 0)
 		return d->logs_fd;
 	line_reader_init(&d->logs, d->logs_fd);
 	return ev_add_io(d->loop, &d->logs_source, d->logs_fd, EPOLLIN, on_log, d);
+}
+
+static int on_reattach(EvSource *s, uint64_t usec, void *userdata)
+{
+	Dev *d = userdata;
+	pid_t pid;
+
+	if (d->logs_fd >= 0)
+		return 0;
+	if (rundir_inspect(d->l.run_dir, &pid) != RUNDIR_RUNNING) {
+		vm_gone(d);
+		return 0;
+	}
+	if (attach_logs(d, true) < 0) {
+		detach_logs(d);
+		ev_source_set_time_relative(s, REATTACH_USEC);
+		ev_source_set_enabled(s, EV_ONESHOT);
+	}
+	return 0;
 }
 
 /* --- watching --------------------------------------------------------------------------- */
@@ -159,6 +275,7 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	}
 	say("Change detected, rebooting the VM with the new bundle...");
 	detach_logs(d);
+	ev_source_set_enabled(d->reattach, EV_OFF);
 	stop_ms = vm_launch_now_ms();
 	(void)vm_launch_stop(&d->l);
 	stop_ms = vm_launch_now_ms() - stop_ms;
@@ -169,7 +286,7 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	printf("Reloaded in %lld ms (bundle %lld ms, stop %lld ms, boot %lld ms). boot %s\n",
 	       vm_launch_now_ms() - t0, d->l.bundle.ms, stop_ms, boot_ms, boot_id);
 	fflush(stdout);
-	(void)attach_logs(d);
+	(void)attach_logs(d, false);
 	return 0;
 }
 
@@ -232,6 +349,8 @@ static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userd
 static void dev_done(Dev *d)
 {
 	detach_logs(d);
+	free(d->last_line);
+	linebuf_free(d->catch_up);
 	safe_close(d->inotify_fd);
 	ev_loop_free(d->loop);
 	vm_launch_done(&d->l);
@@ -325,7 +444,11 @@ int cmd_dev(int argc, char **argv)
 	if (r >= 0)
 		r = start_watching(&d);
 	if (r >= 0)
-		r = attach_logs(&d);
+		r = ev_add_time_relative(d.loop, &d.reattach, EV_USEC_INFINITY, on_reattach, &d);
+	if (r >= 0)
+		r = ev_source_set_enabled(d.reattach, EV_OFF);
+	if (r >= 0)
+		r = attach_logs(&d, false);
 	if (r >= 0)
 		r = ev_loop(d.loop);
 	if (d.logs_fd >= 0 || rundir_inspect(d.l.run_dir, &owner) == RUNDIR_RUNNING) {

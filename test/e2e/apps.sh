@@ -8,7 +8,7 @@
 require_artifacts
 new_home
 plan 25
-trap 'kill -9 $dev_pid 2>/dev/null; pkill -9 -f "berth-vmm run --name berth-dev-" 2>/dev/null; cp "$BERTH_HOME"/dev.log /tmp/last-apps-dev.log 2>/dev/null; rm -rf "$BERTH_HOME"' EXIT
+trap 'kill -9 $dev_pid 2>/dev/null; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 install_artifacts || { diag < "$BERTH_HOME/install.log"; exit 1; }
 rpc() { "$berth" rpc "$@" 2>&1; }
 

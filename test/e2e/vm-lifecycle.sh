@@ -8,7 +8,7 @@
 require_artifacts
 new_home
 plan 34
-trap 'pkill -9 -f "berth-vmm run --name e2e-" 2>/dev/null; rm -rf "$BERTH_HOME"' EXIT
+trap 'kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
 install_artifacts || { diag < "$BERTH_HOME/install.log"; exit 1; }
 state=$BERTH_HOME/state-a.img

@@ -286,6 +286,43 @@ class PythonRuntimeTest(unittest.TestCase):
         srv.close()
 
 
+class EgressProxyTest(unittest.TestCase):
+    """configure_egress_proxy() against a real proxy on 127.0.0.1, in a child process so
+    the proxy variables it sets do not leak into the other tests."""
+
+    def test_urllib_goes_through_the_proxy(self):
+        seen = []
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+
+        def serve():
+            c, _ = srv.accept()
+            seen.append(c.recv(4096).decode())
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nproxied")
+            c.close()
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        code = ("import urllib.request, berth_sdk\n"
+                "print(berth_sdk.configure_egress_proxy())\n"
+                "print(urllib.request.urlopen('http://api.example.test/v1?q=1', timeout=10).read().decode())")
+        env = dict(os.environ, PYTHONPATH=SDK,
+                   BERTH_EGRESS_PROXY_URL="http://127.0.0.1:%d" % srv.getsockname()[1])
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+        t.join(10)
+        srv.close()
+        self.assertEqual(out.stdout.split(), ["True", "proxied"], out.stderr)
+        self.assertTrue(seen and seen[0].startswith("GET http://api.example.test/v1?q=1 HTTP/1.1\r\n"), seen)
+
+    def test_nothing_without_the_variable(self):
+        env = {k: v for k, v in os.environ.items() if "PROXY" not in k.upper()}
+        env["PYTHONPATH"] = SDK
+        code = "import os, berth_sdk; print(berth_sdk.configure_egress_proxy(), os.environ.get('HTTPS_PROXY'))"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.stdout.strip(), "False None", out.stderr)
+
+
 class CodecTest(unittest.TestCase):
     VECTORS = [
         (("register", {"app": "notes"}), "0a070a056e6f746573"),

@@ -13,12 +13,14 @@ Run with ``python3 -m berth_sdk.runtime`` (cwd = the app directory).
 from .app import AppContext, BerthApp, define_app
 from .capability import matches_capability, request_capability
 from .context_bus import ContextBusClient, LocalContextBus, create_local_context_bus
+from .egress import configure_egress_proxy
 
 __all__ = [
     "AppContext",
     "BerthApp",
     "ContextBusClient",
     "LocalContextBus",
+    "configure_egress_proxy",
     "create_local_context_bus",
     "define_app",
     "matches_capability",

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "egress-policy.h"
+#include "host-glob.h"
 #include "macros.h"
 
 typedef struct Block {
@@ -158,30 +159,6 @@ int egress_cidr_parse(const char *s, EgressCidr *ret)
 bool egress_cidr_contains(const EgressCidr *c, int family, const void *addr)
 {
 	return c && c->family != 0 && c->family == family && prefix_match(addr, c->addr, c->prefix);
-}
-
-bool egress_glob_match(const char *glob, const char *s)
-{
-	const char *star = NULL, *resume = NULL;
-
-	/* Greedy with backtracking to the last '*': linear in practice, at worst
-	 * length(glob) * length(s), both capped. */
-	while (*s) {
-		if (*glob == '*') {
-			star = glob++;
-			resume = s;
-		} else if (*glob == *s) {
-			glob++;
-			s++;
-		} else if (star) {
-			glob = star + 1;
-			s = ++resume;
-		} else
-			return false;
-	}
-	while (*glob == '*')
-		glob++;
-	return *glob == '\0';
 }
 
 static bool all_of(const char *s, size_t n, const char *set)
@@ -362,7 +339,7 @@ const EgressPattern *egress_allowlist_match(const EgressAllowlist *a, const char
 {
 	for (size_t i = 0; a && i < a->n; i++)
 		if (pattern_port_ok(&a->patterns[i], port) &&
-		    egress_glob_match(a->patterns[i].host, host))
+		    host_glob_match(a->patterns[i].host, host))
 			return &a->patterns[i];
 	return NULL;
 }

@@ -81,10 +81,6 @@ const EgressPattern *egress_allowlist_match(const EgressAllowlist *a, const char
  */
 int egress_allowlist_ports(const EgressAllowlist *a, uint16_t *ret, size_t max, bool *ret_any);
 
-/* Anchored glob match: '*' matches any run of characters; every other character,
- * '?' included, only itself. */
-bool egress_glob_match(const char *glob, const char *s);
-
 /* A host a guest may name: 1..253 of [A-Za-z0-9.-], or an IP literal (below). */
 bool egress_host_name_valid(const char *host);
 

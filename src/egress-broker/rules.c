@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "host-glob.h"
 #include "macros.h"
 #include "rules.h"
 
@@ -68,29 +69,6 @@ int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret)
 		*c = ascii_lower(*c);
 	*ret = (EgressPattern){.host = host, .port = port};
 	return 0;
-}
-
-bool egress_glob_match(const char *glob, const char *s)
-{
-	const char *star = NULL, *resume = NULL;
-
-	/* Greedy with backtracking to the last '*': linear in practice, never recursive. */
-	while (*s) {
-		if (*glob == '*') {
-			star = glob++;
-			resume = s;
-		} else if (*glob == *s) {
-			glob++;
-			s++;
-		} else if (star) {
-			glob = star + 1;
-			s = ++resume;
-		} else
-			return false;
-	}
-	while (*glob == '*')
-		glob++;
-	return *glob == '\0';
 }
 
 static bool has_prefix(const char *s, size_t len, const char *prefix)
@@ -175,7 +153,7 @@ bool egress_rules_allow(const EgressRules *r, const char *host, unsigned port)
 			port_ok = port == 80 || port == 443;
 		else
 			port_ok = (unsigned)p->port == port;
-		if (port_ok && egress_glob_match(p->host, host))
+		if (port_ok && host_glob_match(p->host, host))
 			return true;
 	}
 	return false;

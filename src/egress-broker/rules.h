@@ -53,8 +53,6 @@ void egress_rules_done(EgressRules *r);
  */
 int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret);
 
-/* Anchored glob match where only '*' is special (both strings lowercase already). */
-bool egress_glob_match(const char *glob, const char *s);
 
 /*
  * egress_rules_from_policy() - the rules of a compiled capability policy (SPEC 4.2):

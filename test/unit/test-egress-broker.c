@@ -62,28 +62,6 @@ TEST(pattern_split_at_the_last_colon_only_for_digits_or_star)
 	ASSERT_ERROR(egress_pattern_parse("", 0, &p), EINVAL);
 }
 
-TEST(glob_is_anchored_and_star_only)
-{
-	ASSERT_TRUE(egress_glob_match("example.com", "example.com"));
-	ASSERT_FALSE(egress_glob_match("example.com", "example.com.evil.test"));
-	ASSERT_FALSE(egress_glob_match("example.com", "www.example.com"));
-	ASSERT_TRUE(egress_glob_match("*.example.com", "www.example.com"));
-	ASSERT_TRUE(egress_glob_match("*.example.com", "a.b.example.com"));
-	ASSERT_FALSE(egress_glob_match("*.example.com", "example.com"));
-	ASSERT_FALSE(egress_glob_match("*.example.com", "evilexample.com"));
-	ASSERT_TRUE(egress_glob_match("*", "anything.at.all"));
-	ASSERT_TRUE(egress_glob_match("a*b*c", "aXXbYYc"));
-	ASSERT_FALSE(egress_glob_match("a*b*c", "aXXbYY"));
-	ASSERT_TRUE(egress_glob_match("**", ""));
-	/* '?' and '[' are literal. */
-	ASSERT_FALSE(egress_glob_match("exam?le.com", "example.com"));
-	ASSERT_TRUE(egress_glob_match("exam?le.com", "exam?le.com"));
-	ASSERT_FALSE(egress_glob_match("[ab].com", "a.com"));
-	/* Pathological input stays linear enough to finish. */
-	ASSERT_FALSE(egress_glob_match("*a*a*a*a*a*a*a*a*b",
-				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
-}
-
 TEST(rules_follow_the_acceptance_cases)
 {
 	EgressRules r = rules_of("[\"browser:navigate:example.com\",\"network:connect:8090\"]");

@@ -182,6 +182,25 @@ static void say(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* @n random bytes as 2 * @n hex digits and a NUL into @out. Ids, not secrets: when the
+ * kernel has no entropy to give yet, the clock and pid stand in. */
+static void random_hex(char *out, size_t n)
+{
+	unsigned char b[16] = {};
+	struct timespec ts;
+
+	n = MIN(n, sizeof(b));
+	if (getrandom(b, n, GRND_NONBLOCK) != (ssize_t)n) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (size_t i = 0; i < n; i++)
+			b[i] = (unsigned char)((ts.tv_nsec >> (8 * (i % 4))) ^
+					       (getpid() >> (i % 3)));
+	}
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	out[2 * n] = '\0';
+}
+
 /* --- the session ------------------------------------------------------------------------ */
 
 typedef struct Mcp Mcp;
@@ -209,7 +228,7 @@ struct Mcp {
 	/* the sandbox */
 	VmLaunch l;
 	bool owned;
-	char *vm_name, *run_dir, *rpc_socket;
+	char *vm_name, *run_dir, *rpc_socket; /* rpc_socket: its name in run_dir */
 	char *manifest_path;
 	char app_cwd[300]; /* the app's working directory in the VM */
 	EnforcementStatus enforcement;
@@ -433,26 +452,6 @@ static int on_call_timeout(EvSource *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int connect_rpc(Mcp *c)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(c->rpc_socket) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, c->rpc_socket);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 static void record_boot(Mcp *c);
 
 /* berth dev reboots its VM on every change: a call that would run on a boot the session
@@ -476,7 +475,7 @@ static void tool_call(Mcp *c, json_t *id, json_t *params)
 	const ManifestExport *e = name ? manifest_find_export(c->l.manifest, name) : NULL;
 	_cleanup_free_ char *issues = NULL, *text = NULL, *line = NULL;
 	json_auto_t *input = NULL, *request = NULL;
-	unsigned char rnd[4] = {};
+	char rnd[9];
 	json_int_t timeout_arg;
 	Call *call;
 	int fd, r;
@@ -523,13 +522,13 @@ static void tool_call(Mcp *c, json_t *id, json_t *params)
 	if (timeout_arg > 0 && timeout_arg < 24 * 3600 * 1000 &&
 	    (unsigned)timeout_arg + CALL_TIMEOUT_GRACE_MS > call->timeout_ms)
 		call->timeout_ms = (unsigned)timeout_arg + CALL_TIMEOUT_GRACE_MS;
-	(void)getrandom(rnd, sizeof(rnd), GRND_NONBLOCK);
-	snprintf(call->rpc_id, sizeof(call->rpc_id), "mcp-%lld-%02x%02x%02x%02x",
-		 (long long)time(NULL) * 1000, rnd[0], rnd[1], rnd[2], rnd[3]);
+	random_hex(rnd, 4);
+	snprintf(call->rpc_id, sizeof(call->rpc_id), "mcp-%lld-%s", (long long)time(NULL) * 1000,
+		 rnd);
 	request = json_pack("{s:s, s:s, s:O}", "id", call->rpc_id, "export", name, "input", input);
 	line = request ? json_dumps(request, JSON_COMPACT) : NULL;
 	follow_reboot(c);
-	fd = connect_rpc(c);
+	fd = vm_socket_connect(c->run_dir, c->rpc_socket);
 	if (fd < 0) {
 		json_auto_t *meta = json_pack("{s:b}", "failed", 1);
 
@@ -812,7 +811,7 @@ static int attach(Mcp *c)
 	if (r < 0)
 		return log_error("the VM %s is running but not ready: %s", c->vm_name,
 				 r == -ETIME ? "it did not get ready in time" : reason);
-	if (asprintf(&c->rpc_socket, "%s/rpc-%d.sock", c->run_dir, idx) < 0)
+	if (asprintf(&c->rpc_socket, "rpc-%d.sock", idx) < 0)
 		return -ENOMEM;
 	if (json_array_size(json_object_get(vm, "apps")) > 1)
 		snprintf(c->app_cwd, sizeof(c->app_cwd), "/app/%s", c->l.name);
@@ -847,7 +846,7 @@ static int boot_own(Mcp *c)
 		return log_error("\"%s\" did not start; see above", c->l.name);
 	say("VM %s ready in %lld ms (boot %s)", c->l.vm_name, ms, boot_id);
 	r = use_vm(c, c->l.vm_name);
-	if (r >= 0 && asprintf(&c->rpc_socket, "%s/rpc-0.sock", c->run_dir) < 0)
+	if (r >= 0 && !(c->rpc_socket = strdup("rpc-0.sock")))
 		r = -ENOMEM;
 	return r;
 }
@@ -1092,26 +1091,19 @@ static int parse_args(int argc, char **argv, Mcp *c)
 
 static int make_run_id(Mcp *c)
 {
-	unsigned char rnd[3] = {};
+	char rnd[7];
 	char stamp[32];
 	time_t t = time(NULL);
 	struct tm tm;
 
-	(void)getrandom(rnd, sizeof(rnd), GRND_NONBLOCK);
+	random_hex(rnd, 3);
 	gmtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	if (!c->run_id && asprintf(&c->run_id, "mcp-%s-%s-%02x%02x%02x", c->l.name, stamp, rnd[0],
-				   rnd[1], rnd[2]) < 0)
+	if (!c->run_id && asprintf(&c->run_id, "mcp-%s-%s-%s", c->l.name, stamp, rnd) < 0)
 		return -ENOMEM;
 	if (!attest_run_id_valid(c->run_id))
 		return log_error("the run id %s is not valid; pass --run-id", c->run_id);
-	{
-		unsigned char b[8] = {};
-
-		(void)getrandom(b, sizeof(b), GRND_NONBLOCK);
-		for (size_t i = 0; i < sizeof(b); i++)
-			snprintf(c->bridge + 2 * i, 3, "%02x", b[i]);
-	}
+	random_hex(c->bridge, 8);
 	return 0;
 }
 
@@ -1176,7 +1168,7 @@ static int serve(Mcp *c)
 int cmd_mcp(int argc, char **argv)
 {
 	Mcp c = {.out_fd = -EBADF,
-		 .l.prefix = PREFIX,
+		 .l.prefix = "", /* the relay prefixes every line */
 		 .enforcement = ENFORCEMENT_UNKNOWN,
 		 .app_cwd = "/app"};
 	const char *capture = getenv("BERTH_AUDIT_CAPTURE_PAYLOADS");

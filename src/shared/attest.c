@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error-text.h"
 #include "attest.h"
 #include "audit-log.h"
 #include "fileio.h"
@@ -20,21 +21,6 @@
 	"signed, so whoever can write ~/.berth (the host user, or root) can forge a consistent " \
 	"record; the enforcement status is only as true as the guest's own reports, which come " \
 	"from the pinned kernel and root image the record names"
-
-static void set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static void set_error(char **ret_error, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!ret_error)
-		return;
-	free(*ret_error);
-	*ret_error = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(ret_error, fmt, ap) < 0)
-		*ret_error = NULL;
-	va_end(ap);
-}
 
 int attest_run_id_valid(const char *id)
 {
@@ -358,8 +344,8 @@ int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain,
 	    !json_is_string(json_object_get(evidence, "kind")) ||
 	    !streq(json_string_value(json_object_get(evidence, "kind")), "berth.boot-evidence") ||
 	    !attest_run_id_valid(boot_id)) {
-		set_error(ret_error,
-			  "not a berth.boot-evidence file of schema 1 with a valid bootId");
+		error_text_set(ret_error,
+			       "not a berth.boot-evidence file of schema 1 with a valid bootId");
 		return -EINVAL;
 	}
 	vm = json_object_get(evidence, "vm");
@@ -367,10 +353,10 @@ int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain,
 	rootfs = json_object_get(meas, "rootfs");
 	rootfs_sha = json_string_value(json_object_get(rootfs, "sha256"));
 	if (!json_is_object(vm) || !rootfs_sha || !sha256_hex_valid(rootfs_sha)) {
-		set_error(ret_error,
-			  "the evidence of boot %s has no VM description with a rootfs "
-			  "measurement (did the VM fail before QEMU started?)",
-			  boot_id);
+		error_text_set(ret_error,
+			       "the evidence of boot %s has no VM description with a rootfs "
+			       "measurement (did the VM fail before QEMU started?)",
+			       boot_id);
 		return -EINVAL;
 	}
 	events = json_object_get(evidence, "events");
@@ -481,8 +467,8 @@ int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain,
 	json_object_set(rec, "policies", policies);
 	r = attest_canonical_sha256(rec, hex);
 	if (r == -EDOM) {
-		set_error(ret_error,
-			  "the evidence holds non-integer numbers where integers belong");
+		error_text_set(ret_error,
+			       "the evidence holds non-integer numbers where integers belong");
 		return -EINVAL;
 	}
 	if (r < 0)
@@ -508,19 +494,20 @@ static int evidence_load(const char *runs_dir, const char *boot_id, json_t **ret
 		return -ENOMEM;
 	r = read_full_file(path, ATTEST_EVIDENCE_MAX, &data, NULL);
 	if (r == -ENOENT) {
-		set_error(ret_error, "%s does not exist", path);
+		error_text_set(ret_error, "%s does not exist", path);
 		return r;
 	}
 	if (r < 0) {
-		set_error(ret_error, "cannot read %s: %s", path, strerror(-r));
+		error_text_set(ret_error, "cannot read %s: %s", path, strerror(-r));
 		return r;
 	}
 	*ret = json_loads(data, JSON_REJECT_DUPLICATES, &jerr);
 	if (!*ret) {
-		set_error(ret_error,
-			  "%s is not valid JSON (line %d: %s); the VM's evidence is damaged, boot "
-			  "it again",
-			  path, jerr.line, jerr.text);
+		error_text_set(
+			ret_error,
+			"%s is not valid JSON (line %d: %s); the VM's evidence is damaged, boot "
+			"it again",
+			path, jerr.line, jerr.text);
 		return -EINVAL;
 	}
 	return 0;
@@ -536,7 +523,7 @@ int attest_run_record(const char *runs_dir, const char *audit_path, const char *
 	int r;
 
 	if (!attest_run_id_valid(run_id)) {
-		set_error(ret_error, "'%s' is not a run id", run_id ? run_id : "");
+		error_text_set(ret_error, "'%s' is not a run id", run_id ? run_id : "");
 		return -EINVAL;
 	}
 	r = audit_scan(audit_path, run_id, &chain, &run, &boots, &order, ret_error);
@@ -549,10 +536,11 @@ int attest_run_record(const char *runs_dir, const char *audit_path, const char *
 		size_t n = json_array_size(order);
 
 		if (n == 0) {
-			set_error(ret_error,
-				  "no boot evidence for run %s (%s) and no sandbox.boot record "
-				  "with that runId in the audit trail %s",
-				  run_id, why, audit_path);
+			error_text_set(
+				ret_error,
+				"no boot evidence for run %s (%s) and no sandbox.boot record "
+				"with that runId in the audit trail %s",
+				run_id, why, audit_path);
 			return -ENOENT;
 		}
 		if (n > 1) {
@@ -569,32 +557,35 @@ int attest_run_record(const char *runs_dir, const char *audit_path, const char *
 				free(list);
 				list = l;
 			}
-			set_error(ret_error,
-				  "run id %s spans boots %s: its records cannot be tied to one "
-				  "boot's evidence; attest each boot by its boot id instead",
-				  run_id, list);
+			error_text_set(
+				ret_error,
+				"run id %s spans boots %s: its records cannot be tied to one "
+				"boot's evidence; attest each boot by its boot id instead",
+				run_id, list);
 			return -ENOTUNIQ;
 		}
 		boot_id = json_string_value(json_array_get(order, 0));
 		if (!attest_run_id_valid(boot_id)) {
-			set_error(ret_error,
-				  "the sandbox.boot record of run %s names a boot id that is not "
-				  "one (\"%.64s\")",
-				  run_id, boot_id);
+			error_text_set(
+				ret_error,
+				"the sandbox.boot record of run %s names a boot id that is not "
+				"one (\"%.64s\")",
+				run_id, boot_id);
 			return -EINVAL;
 		}
 		free(TAKE_PTR(why));
 		r = evidence_load(runs_dir, boot_id, &evidence, &why);
 		if (r == -ENOENT) {
-			set_error(ret_error,
-				  "run %s ran in boot %s (its sandbox.boot record), which has no "
-				  "evidence yet: %s",
-				  run_id, boot_id, why);
+			error_text_set(
+				ret_error,
+				"run %s ran in boot %s (its sandbox.boot record), which has no "
+				"evidence yet: %s",
+				run_id, boot_id, why);
 			return -ENODATA;
 		}
 	}
 	if (r < 0) {
-		set_error(ret_error, "%s", why ? why : strerror(-r));
+		error_text_set(ret_error, "%s", why ? why : strerror(-r));
 		return r;
 	}
 
@@ -603,10 +594,11 @@ int attest_run_record(const char *runs_dir, const char *audit_path, const char *
 		return r;
 	got = json_string_value(json_object_get(json_object_get(rec, "boot"), "bootId"));
 	if (!streq(got, boot_id)) {
-		set_error(ret_error,
-			  "%s/%s/evidence.json is the evidence of boot %s, not %s; it was moved "
-			  "or edited",
-			  runs_dir, boot_id, got, boot_id);
+		error_text_set(
+			ret_error,
+			"%s/%s/evidence.json is the evidence of boot %s, not %s; it was moved "
+			"or edited",
+			runs_dir, boot_id, got, boot_id);
 		return -EINVAL;
 	}
 	if (!streq(boot_id, run_id)) {
@@ -617,10 +609,11 @@ int attest_run_record(const char *runs_dir, const char *audit_path, const char *
 			json_object_get(json_object_get(rec, "boot"), "imageDigest"));
 
 		if (said && measured && !streq(said, measured)) {
-			set_error(ret_error,
-				  "the sandbox.boot record of run %s says boot %s ran image %s, "
-				  "but its evidence measured %s",
-				  run_id, boot_id, said, measured);
+			error_text_set(
+				ret_error,
+				"the sandbox.boot record of run %s says boot %s ran image %s, "
+				"but its evidence measured %s",
+				run_id, boot_id, said, measured);
 			return -EINVAL;
 		}
 	}

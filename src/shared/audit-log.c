@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error-text.h"
 #include "attest.h"
 #include "audit-log.h"
 #include "fileio.h"
@@ -30,21 +31,6 @@ struct AuditSink {
 	bool capture_payloads;
 	uint64_t rotate_bytes;
 };
-
-static void set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static void set_error(char **ret_error, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!ret_error)
-		return;
-	free(*ret_error);
-	*ret_error = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(ret_error, fmt, ap) < 0)
-		*ret_error = NULL;
-	va_end(ap);
-}
 
 char *audit_default_path(void)
 {
@@ -372,8 +358,8 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 			return -ENOMEM;
 		r = open_segment_ro(seg, &fds[n]);
 		if (r < 0 && r != -ENOENT) {
-			set_error(ret_error, "cannot read the audit trail segment %s: %s", seg,
-				  r == -EBADFD ? "not a regular file" : strerror(-r));
+			error_text_set(ret_error, "cannot read the audit trail segment %s: %s", seg,
+				       r == -EBADFD ? "not a regular file" : strerror(-r));
 			goto out;
 		}
 	}
@@ -407,16 +393,18 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 				break;
 			lineno++;
 			if (r == -EMSGSIZE) {
-				set_error(ret_error,
-					  "%s: BROKEN at record %" PRIu64 " — the line is longer "
-					  "than the %u MiB a record may take",
-					  seg, lineno, AUDIT_LINE_MAX / (1024 * 1024));
+				error_text_set(ret_error,
+					       "%s: BROKEN at record %" PRIu64
+					       " — the line is longer "
+					       "than the %u MiB a record may take",
+					       seg, lineno, AUDIT_LINE_MAX / (1024 * 1024));
 				r = -EBADMSG;
 				goto out;
 			}
 			if (r < 0) {
-				set_error(ret_error, "cannot read the audit trail segment %s: %s",
-					  seg, strerror(-r));
+				error_text_set(ret_error,
+					       "cannot read the audit trail segment %s: %s", seg,
+					       strerror(-r));
 				goto out;
 			}
 			if (len == 0)
@@ -429,20 +417,21 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 				continue;
 			}
 			if (!json_is_object(rec)) {
-				set_error(ret_error,
-					  "%s: BROKEN at record %" PRIu64 " — the line is JSON but "
-					  "not a record (an object)",
-					  seg, lineno);
+				error_text_set(ret_error,
+					       "%s: BROKEN at record %" PRIu64
+					       " — the line is JSON but "
+					       "not a record (an object)",
+					       seg, lineno);
 				r = -EBADMSG;
 				goto out;
 			}
 			ph = json_string_value(json_object_get(rec, "prevHash"));
 			h = json_string_value(json_object_get(rec, "hash"));
 			if (!ph || !h || !sha256_hex_valid(ph) || !sha256_hex_valid(h)) {
-				set_error(ret_error,
-					  "%s: BROKEN at record %" PRIu64
-					  " — no valid prevHash/hash",
-					  seg, lineno);
+				error_text_set(ret_error,
+					       "%s: BROKEN at record %" PRIu64
+					       " — no valid prevHash/hash",
+					       seg, lineno);
 				r = -EBADMSG;
 				goto out;
 			}
@@ -453,30 +442,32 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 				memcpy(chain.anchor, ph, sizeof(chain.anchor));
 			}
 			if (!streq(ph, chain.head)) {
-				set_error(ret_error,
-					  "%s: BROKEN at record %" PRIu64 " — prevHash %.16s… does "
-					  "not match the previous record's hash %.16s…",
-					  seg, lineno, ph, chain.head);
+				error_text_set(ret_error,
+					       "%s: BROKEN at record %" PRIu64
+					       " — prevHash %.16s… does "
+					       "not match the previous record's hash %.16s…",
+					       seg, lineno, ph, chain.head);
 				r = -EBADMSG;
 				goto out;
 			}
 			r = audit_record_hash(rec, chain.head, hex);
 			if (r == -EDOM) {
-				set_error(ret_error,
-					  "%s: BROKEN at record %" PRIu64
-					  " — it holds a non-integer "
-					  "number, which no record written by berth does",
-					  seg, lineno);
+				error_text_set(ret_error,
+					       "%s: BROKEN at record %" PRIu64
+					       " — it holds a non-integer "
+					       "number, which no record written by berth does",
+					       seg, lineno);
 				r = -EBADMSG;
 				goto out;
 			}
 			if (r < 0)
 				goto out;
 			if (!streq(hex, h)) {
-				set_error(ret_error,
-					  "%s: BROKEN at record %" PRIu64 " — hash %.16s… does not "
-					  "match its contents (%.16s…)",
-					  seg, lineno, h, hex);
+				error_text_set(ret_error,
+					       "%s: BROKEN at record %" PRIu64
+					       " — hash %.16s… does not "
+					       "match its contents (%.16s…)",
+					       seg, lineno, h, hex);
 				r = -EBADMSG;
 				goto out;
 			}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "utf8.h"
 #include "env-args.h"
 #include "fileio.h"
 #include "macros.h"
@@ -107,41 +108,6 @@ bool env_name_valid(const char *name, size_t len)
 	return true;
 }
 
-bool env_utf8_valid(const char *str, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	for (size_t i = 0; i < len;) {
-		unsigned c = s[i], n, cp;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return false;
-		if (len - i <= n)
-			return false;
-		for (unsigned k = 1; k <= n; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return false;
-		i += n + 1;
-	}
-	return true;
-}
-
 /*
  * Put NAME=value into @s, taking @value (malloc()ed, @len bytes plus a NUL). A value from
  * a file never replaces one from --env. On failure @value is freed (zeroed).
@@ -223,7 +189,7 @@ int env_set_add_env(EnvSet **set, const char *arg, char *err, size_t errlen)
 			 (int)name_len, arg, ENV_VALUE_SIZE_MAX / 1024);
 		return -E2BIG;
 	}
-	if (!env_utf8_valid(value, len)) {
+	if (!utf8_valid(value, len)) {
 		snprintf(err, errlen,
 			 "--env %.*s: the value is not valid UTF-8 (values travel as JSON text)",
 			 (int)name_len, arg);
@@ -431,7 +397,7 @@ static int parse_assignment(Parser *ps, EnvSet *into)
 		if (r < 0)
 			return r;
 	}
-	if (!env_utf8_valid(value, len)) {
+	if (!utf8_valid(value, len)) {
 		secret_free(value, len);
 		snprintf(msg, sizeof(msg),
 			 "the value of %.*s is not valid UTF-8 (values travel as JSON text)",

@@ -83,5 +83,3 @@ const char *env_set_get(const EnvSet *s, const char *name, size_t *ret_len);
 
 /* [A-Za-z_][A-Za-z0-9_]*, 1 to ENV_NAME_LEN_MAX characters. */
 bool env_name_valid(const char *name, size_t len);
-/* Whether @len bytes at @s are valid UTF-8 (what JSON, and so the secrets disk, carries). */
-bool env_utf8_valid(const char *s, size_t len);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "env-args.h"
+#include "utf8.h"
 #include "macros.h"
 #include "secrets-disk.h"
 #include "secrets.h" /* berth-init's */
@@ -43,7 +44,7 @@ static void round_trip(const EnvSet *s)
 		const char *value = env_set_value(s, i, &vlen);
 
 		check(env_name_valid(env_set_name(s, i), strlen(env_set_name(s, i))));
-		check(env_utf8_valid(value, vlen) && !memchr(value, '\0', vlen));
+		check(utf8_valid(value, vlen) && !memchr(value, '\0', vlen));
 		check(json_is_string(v) && json_string_length(v) == vlen &&
 		      !memcmp(json_string_value(v), value, vlen));
 	}

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "env-args.h"
+#include "utf8.h"
 #include "fileio.h"
 #include "macros.h"
 #include "tests.h"
@@ -67,14 +68,14 @@ TEST(names)
 
 TEST(utf8)
 {
-	ASSERT_TRUE(env_utf8_valid("plain", 5));
-	ASSERT_TRUE(env_utf8_valid("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x91", 14));
-	ASSERT_FALSE(env_utf8_valid("\xff", 1));
-	ASSERT_FALSE(env_utf8_valid("\xc3", 1));	     /* truncated */
-	ASSERT_FALSE(env_utf8_valid("\xc0\xaf", 2));	     /* overlong */
-	ASSERT_FALSE(env_utf8_valid("\xe0\x80\xaf", 3));     /* overlong */
-	ASSERT_FALSE(env_utf8_valid("\xed\xa0\x80", 3));     /* a surrogate */
-	ASSERT_FALSE(env_utf8_valid("\xf4\x90\x80\x80", 4)); /* past U+10FFFF */
+	ASSERT_TRUE(utf8_valid("plain", 5));
+	ASSERT_TRUE(utf8_valid("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x91", 14));
+	ASSERT_FALSE(utf8_valid("\xff", 1));
+	ASSERT_FALSE(utf8_valid("\xc3", 1));		 /* truncated */
+	ASSERT_FALSE(utf8_valid("\xc0\xaf", 2));	 /* overlong */
+	ASSERT_FALSE(utf8_valid("\xe0\x80\xaf", 3));	 /* overlong */
+	ASSERT_FALSE(utf8_valid("\xed\xa0\x80", 3));	 /* a surrogate */
+	ASSERT_FALSE(utf8_valid("\xf4\x90\x80\x80", 4)); /* past U+10FFFF */
 }
 
 TEST(blank_and_comment_lines_are_skipped)

@@ -125,7 +125,7 @@ ev=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 names=[e.get("event") for e in ev]
 d=[e for e in ev if e.get("event")=="daemon_started" and e.get("daemon")=="egress-broker"]
 sys.exit(not(d and d[0]["uid"]==9002 and d[0]["app"]=="outbound" and names.index("daemon_started") < names.index("app_started")))' "$BERTH_HOME/events.txt"
-# berth dev streams the guest log (it is the log port's one reader: no berth vm logs here).
+# berth dev streams the guest log; its output is where the broker's lines are read.
 check "confined: Landlock FullyEnforced, bind 8090 only, no TCP connect, writes only /dev/null and /tmp/berth-egress" \
 	grep -q '^\[egress-broker\] {"source":"agent-init","event":"capability_policy_applied",.*"app":"berth-egress","writePaths":\["/dev/null","/tmp/berth-egress"\],"readPaths":\["/usr","/run/berth/egress"\],"networkPorts":\[\],"networkUnrestricted":false,"bindPorts":\[8090\],.*"ruleset":"FullyEnforced"' "$log"
 check "the broker's listening line is in the log" grep -q '^\[egress-broker\] \[egress-broker\] listening on 127.0.0.1:8090$' "$log"

@@ -228,6 +228,11 @@ struct Mcp {
 	/* the sandbox */
 	VmLaunch l;
 	bool owned;
+	bool ready;   /* the VM answers: calls are sent, not queued */
+	bool booting; /* boot_thread runs */
+	pthread_t boot_thread;
+	int boot_fd;			      /* eventfd: the boot thread is done */
+	int boot_result;		      /* what boot_own() returned */
 	char *vm_name, *run_dir, *rpc_socket; /* rpc_socket: its name in run_dir */
 	char *manifest_path;
 	char app_cwd[300]; /* the app's working directory in the VM */
@@ -238,6 +243,7 @@ struct Mcp {
 	char *in;
 	size_t in_len;
 	bool in_overlong;
+	bool input_closed; /* end of standard input: stop once no call is left */
 	Call *calls;
 	unsigned n_calls;
 	AuditSink *audit;
@@ -279,8 +285,9 @@ static void send_error(Mcp *c, json_t *id, int code, const char *message)
 
 static json_t *audit_meta(Mcp *c)
 {
+	/* Before an own VM is adopted, its name is the one it is booting under. */
 	return json_pack("{s:s, s:s, s:s, s:s}", "runId", c->run_id, "bridge", c->bridge, "via",
-			 "vm", "container", c->vm_name);
+			 "vm", "container", c->vm_name ?: c->l.vm_name ?: "");
 }
 
 static void audit(Mcp *c, json_t *event)
@@ -333,8 +340,10 @@ static void audit_call(Mcp *c, Call *call, const char *decision, const char *rea
 		       "action", "tool.call", "target", target, "decision", decision, "reason",
 		       reason, "durationMs", (json_int_t)(vm_launch_now_ms() - call->started_ms),
 		       "meta", meta);
-	if (!ev)
+	if (!ev) {
+		log_warning("could not build the audit record of a call to \"%s\"", call->tool);
 		return;
+	}
 	if (call->input)
 		json_object_set(ev, "input", call->input);
 	if (output)
@@ -343,6 +352,8 @@ static void audit_call(Mcp *c, Call *call, const char *decision, const char *rea
 }
 
 /* --- calls --------------------------------------------------------------------------------- */
+
+static void stop_serving(Mcp *c);
 
 static void call_free(Call *call)
 {
@@ -360,6 +371,8 @@ static void call_free(Call *call)
 	json_decref(call->input);
 	free(call->tool);
 	free(call);
+	if (c->input_closed && !c->calls && c->loop)
+		stop_serving(c);
 }
 
 static void call_no_answer(Call *call, const char *why, json_t *extra_meta)
@@ -468,17 +481,59 @@ static void follow_reboot(Mcp *c)
 	}
 }
 
+/* Send @call to the app: its own connection to the VM's rpc socket, and its timer. */
+static void dispatch_call(Call *call)
+{
+	Mcp *c = call->mcp;
+	_cleanup_free_ char *text = NULL, *line = NULL;
+	json_auto_t *request = NULL;
+	char rnd[9];
+	int fd, r;
+
+	random_hex(rnd, 4);
+	snprintf(call->rpc_id, sizeof(call->rpc_id), "mcp-%lld-%s", (long long)time(NULL) * 1000,
+		 rnd);
+	request = json_pack("{s:s, s:s, s:O}", "id", call->rpc_id, "export", call->tool, "input",
+			    call->input);
+	line = request ? json_dumps(request, JSON_COMPACT) : NULL;
+	follow_reboot(c);
+	fd = vm_socket_connect(c->run_dir, c->rpc_socket);
+	if (fd < 0) {
+		json_auto_t *meta = json_pack("{s:b}", "failed", 1);
+
+		if (asprintf(
+			    &text,
+			    "\"%s\" was not sent: cannot reach \"%s\" in VM %s (%s). Check it with "
+			    "'berth vm status'; restart this MCP server once the VM runs again.",
+			    call->tool, c->l.name, c->vm_name, strerror(-fd)) < 0)
+			text = NULL;
+		send_result(c, call->id, mcp_text_result(text ?: "not sent", true));
+		audit_call(c, call, "unavailable", text, NULL, meta);
+		return call_free(call);
+	}
+	r = line_conn_new(c->loop, fd, RPC_ANSWER_MAX, MCP_MESSAGE_MAX + 1024, on_rpc_line,
+			  on_rpc_close, call, &call->conn);
+	if (r >= 0 && line)
+		r = line_conn_write(call->conn, line, strlen(line));
+	if (r >= 0)
+		r = ev_add_time_relative(c->loop, &call->timer,
+					 (uint64_t)call->timeout_ms * USEC_PER_MSEC,
+					 on_call_timeout, call);
+	if (r < 0 || !line) {
+		send_error(c, call->id, -32603, "could not send the call to the app");
+		call_free(call);
+	}
+}
+
 static void tool_call(Mcp *c, json_t *id, json_t *params)
 {
 	const char *name = json_string_value(json_object_get(params, "name"));
 	json_t *args = json_object_get(params, "arguments");
 	const ManifestExport *e = name ? manifest_find_export(c->l.manifest, name) : NULL;
-	_cleanup_free_ char *issues = NULL, *text = NULL, *line = NULL;
-	json_auto_t *input = NULL, *request = NULL;
-	char rnd[9];
+	_cleanup_free_ char *issues = NULL, *text = NULL;
+	json_auto_t *input = NULL;
 	json_int_t timeout_arg;
 	Call *call;
-	int fd, r;
 
 	if (!name)
 		return send_error(c, id, -32602, "tools/call needs params.name (a string)");
@@ -522,38 +577,10 @@ static void tool_call(Mcp *c, json_t *id, json_t *params)
 	if (timeout_arg > 0 && timeout_arg < 24 * 3600 * 1000 &&
 	    (unsigned)timeout_arg + CALL_TIMEOUT_GRACE_MS > call->timeout_ms)
 		call->timeout_ms = (unsigned)timeout_arg + CALL_TIMEOUT_GRACE_MS;
-	random_hex(rnd, 4);
-	snprintf(call->rpc_id, sizeof(call->rpc_id), "mcp-%lld-%s", (long long)time(NULL) * 1000,
-		 rnd);
-	request = json_pack("{s:s, s:s, s:O}", "id", call->rpc_id, "export", name, "input", input);
-	line = request ? json_dumps(request, JSON_COMPACT) : NULL;
-	follow_reboot(c);
-	fd = vm_socket_connect(c->run_dir, c->rpc_socket);
-	if (fd < 0) {
-		json_auto_t *meta = json_pack("{s:b}", "failed", 1);
-
-		if (asprintf(
-			    &text,
-			    "\"%s\" was not sent: cannot reach \"%s\" in VM %s (%s). Check it with "
-			    "'berth vm status'; restart this MCP server once the VM runs again.",
-			    name, c->l.name, c->vm_name, strerror(-fd)) < 0)
-			text = NULL;
-		send_result(c, id, mcp_text_result(text ?: "not sent", true));
-		audit_call(c, call, "unavailable", text, NULL, meta);
-		return call_free(call);
-	}
-	r = line_conn_new(c->loop, fd, RPC_ANSWER_MAX, MCP_MESSAGE_MAX + 1024, on_rpc_line,
-			  on_rpc_close, call, &call->conn);
-	if (r >= 0 && line)
-		r = line_conn_write(call->conn, line, strlen(line));
-	if (r >= 0)
-		r = ev_add_time_relative(c->loop, &call->timer,
-					 (uint64_t)call->timeout_ms * USEC_PER_MSEC,
-					 on_call_timeout, call);
-	if (r < 0 || !line) {
-		send_error(c, id, -32603, "could not send the call to the app");
-		call_free(call);
-	}
+	if (c->ready)
+		dispatch_call(call);
+	else
+		say("\"%s\" waits for the VM to be ready", name);
 }
 
 static void cancel_call(Mcp *c, json_t *params)
@@ -566,7 +593,7 @@ static void cancel_call(Mcp *c, json_t *params)
 
 		if (!json_equal(call->id, rid))
 			continue;
-		if (call->conn && line_conn_pending(call->conn) > 0) {
+		if (!call->conn || line_conn_pending(call->conn) > 0) {
 			/* Not (entirely) written yet: it never reached the app. */
 			if (asprintf(&text, "\"%s\" was cancelled by the client before it was sent",
 				     call->tool) < 0)
@@ -684,7 +711,12 @@ static int on_stdin(EvSource *s, int fd, uint32_t revents, void *userdata)
 	if (n <= 0) {
 		if (c->in_len > 0 && !c->in_overlong)
 			handle_line(c, c->in, c->in_len);
-		stop_serving(c);
+		/* The client is done sending: answer what it asked, then end (a client that
+		 * wants out now sends a signal, as the SDK does after closing stdin). */
+		c->input_closed = true;
+		ev_source_set_enabled(s, EV_OFF);
+		if (!c->calls)
+			stop_serving(c);
 		return 0;
 	}
 	for (ssize_t i = 0; i < n;) {
@@ -829,10 +861,6 @@ static int boot_own(Mcp *c)
 	long long ms;
 	int r;
 
-	if (c->no_boot)
-		return log_error("no VM runs \"%s\" and --no-boot was given; start it with 'berth "
-				 "dev %s' or drop --no-boot",
-				 c->l.name, c->l.app_dir);
 	r = vm_launch_prepare(&c->l);
 	if (r < 0)
 		return r;
@@ -845,7 +873,14 @@ static int boot_own(Mcp *c)
 	if (r < 0)
 		return log_error("\"%s\" did not start; see above", c->l.name);
 	say("VM %s ready in %lld ms (boot %s)", c->l.vm_name, ms, boot_id);
-	r = use_vm(c, c->l.vm_name);
+	return 0;
+}
+
+/* Serve the VM boot_own() started. In the loop's thread: the boot thread only boots. */
+static int adopt_own_vm(Mcp *c)
+{
+	int r = use_vm(c, c->l.vm_name);
+
 	if (r >= 0 && !(c->rpc_socket = strdup("rpc-0.sock")))
 		r = -ENOMEM;
 	return r;
@@ -1126,6 +1161,76 @@ static void catch_stop_signals(void)
 
 /* --- the command ---------------------------------------------------------------------------- */
 
+static void *boot_main(void *userdata)
+{
+	Mcp *c = userdata;
+
+	c->boot_result = boot_own(c);
+	(void)eventfd_write(c->boot_fd, 1);
+	return NULL;
+}
+
+/* The VM booted (or did not): send what waited for it, or tell it why it never will. */
+static int on_boot_done(EvSource *s, int fd, uint32_t revents, void *userdata)
+{
+	Mcp *c = userdata;
+	Call *waiting[CALLS_MAX];
+	size_t n = 0;
+	eventfd_t v;
+
+	(void)eventfd_read(fd, &v);
+	ev_source_set_enabled(s, EV_OFF);
+	pthread_join(c->boot_thread, NULL);
+	c->booting = false;
+	for (Call *call = c->calls; call && n < CALLS_MAX; call = call->next)
+		if (!call->conn)
+			waiting[n++] = call;
+	if (c->boot_result >= 0)
+		c->boot_result = adopt_own_vm(c);
+	if (c->boot_result < 0) {
+		for (size_t i = 0; i < n; i++) {
+			_cleanup_free_ char *text = NULL;
+
+			if (asprintf(&text,
+				     "\"%s\" was not sent: the VM for \"%s\" did not start. berth "
+				     "mcp's standard error (the MCP client's server log) says why.",
+				     waiting[i]->tool, c->l.name) < 0)
+				text = NULL;
+			send_result(c, waiting[i]->id, mcp_text_result(text ?: "not sent", true));
+			call_free(waiting[i]);
+		}
+		c->exit_code = 1;
+		stop_serving(c);
+		return 0;
+	}
+	record_boot(c);
+	c->ready = true;
+	/* Oldest first: the list is newest first. */
+	while (n > 0)
+		dispatch_call(waiting[--n]);
+	return 0;
+}
+
+/* Boot the VM in a thread while the loop answers initialize and tools/list: a client
+ * with a start-up timeout shorter than a boot still gets its session. */
+static int start_boot(Mcp *c)
+{
+	int r;
+
+	c->boot_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->boot_fd < 0)
+		return -errno;
+	r = ev_add_io(c->loop, NULL, c->boot_fd, EPOLLIN, on_boot_done, c);
+	if (r < 0)
+		return r;
+	/* Started after the loop blocked its signals: the thread inherits the mask, so a
+	 * SIGTERM reaches the loop's signalfd and not this thread. */
+	if (pthread_create(&c->boot_thread, NULL, boot_main, c) != 0)
+		return -EAGAIN;
+	c->booting = true;
+	return 0;
+}
+
 static int serve(Mcp *c)
 {
 	int r;
@@ -1147,27 +1252,45 @@ static int serve(Mcp *c)
 			return log_error("standard input must be a pipe or a socket from an MCP "
 					 "client, not a regular file");
 	}
+	if (r >= 0 && !c->ready)
+		r = start_boot(c);
 	if (r < 0)
 		return log_error_errno(r, "cannot serve MCP: %m");
-	say("serving %s's exports as MCP tools on standard input/output (run %s)", c->l.name,
-	    c->run_id);
+	say("serving %s's exports as MCP tools on standard input/output (run %s)%s", c->l.name,
+	    c->run_id, c->ready ? "" : "; calls wait for the VM");
 	r = ev_loop(c->loop);
+	if (c->booting) {
+		say("waiting for the VM's boot to end, to stop it");
+		pthread_join(c->boot_thread, NULL);
+		c->booting = false;
+	}
 	/* Calls still in flight when the session ends may have run (§3.5). */
 	while (c->calls) {
-		json_auto_t *meta = json_pack("{s:b, s:s, s:b}", "failed", 1, "outcome", "unknown",
-					      "interrupted", 1);
+		json_auto_t *meta = NULL;
 
-		audit_call(c, c->calls, "allowed",
-			   "the session ended before the app answered — the call may have run",
-			   NULL, meta);
+		if (!c->calls->conn) {
+			meta = json_pack("{s:b}", "failed", 1);
+			audit_call(
+				c, c->calls, "unavailable",
+				"the session ended before the VM was ready; the call was not sent",
+				NULL, meta);
+		} else {
+			meta = json_pack("{s:b, s:s, s:b}", "failed", 1, "outcome", "unknown",
+					 "interrupted", 1);
+			audit_call(
+				c, c->calls, "allowed",
+				"the session ended before the app answered — the call may have run",
+				NULL, meta);
+		}
 		call_free(c->calls);
 	}
-	return r;
+	return r < 0 ? r : c->exit_code ? -EIO : 0;
 }
 
 int cmd_mcp(int argc, char **argv)
 {
 	Mcp c = {.out_fd = -EBADF,
+		 .boot_fd = -EBADF,
 		 .l.prefix = "", /* the relay prefixes every line */
 		 .enforcement = ENFORCEMENT_UNKNOWN,
 		 .app_cwd = "/app"};
@@ -1209,12 +1332,19 @@ int cmd_mcp(int argc, char **argv)
 	if (r < 0)
 		goto out;
 
-	if (!c.warm && find_running(&c) >= 0)
+	if (!c.warm && find_running(&c) >= 0) {
 		r = attach(&c);
-	else if (c.container && !c.warm)
+		c.ready = r >= 0;
+	} else if (c.container && !c.warm)
 		r = log_error("no running VM is called %s; see 'berth vm status'", c.container);
-	else
+	else if (c.no_boot)
+		r = log_error("no VM runs \"%s\" and --no-boot was given; start it with 'berth "
+			      "dev %s' or drop --no-boot",
+			      c.l.name, c.l.app_dir);
+	else if (c.warm)
 		r = boot_own(&c);
+	else
+		c.owned = true; /* booted by serve(), in the background */
 	if (r < 0)
 		goto out;
 	if (stop_requested) {
@@ -1231,7 +1361,8 @@ int cmd_mcp(int argc, char **argv)
 	if (r < 0)
 		log_warning("cannot open the audit trail (%s); tool calls will not be recorded",
 			    strerror(-r));
-	record_boot(&c);
+	if (c.ready)
+		record_boot(&c);
 	r = serve(&c);
 out:
 	if (c.owned && c.l.vm_name) {
@@ -1239,6 +1370,7 @@ out:
 		(void)vm_launch_stop(&c.l);
 	}
 	ev_loop_free(c.loop);
+	safe_close(c.boot_fd);
 	audit_sink_free(c.audit);
 	vm_launch_done(&c.l);
 	strv_free(c.only);

@@ -58,6 +58,12 @@ static int64_t now_ms(void)
 static _noreturn_ void exec_child(char *const argv[], int out_fd)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	sigset_t none;
+
+	/* The caller may block signals it reads through a signalfd; the child must not
+	 * inherit that mask across exec. */
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
 	    dup2(null, STDERR_FILENO) < 0)

@@ -97,12 +97,9 @@ test("refusals before anything boots keep standard output empty", { skip }, () =
 test("own VM: tools, a kernel denial explained, the VM stopped when the client goes", LONG, async () => {
 	const appDir = join(src, "apps/filesystem");
 	const { client, transport, log, stray } = await connect(["--app", "filesystem", "--app-dir", appDir, "--run-id", "mcp-e2e-fs"]);
-	assert.match(log.text, /booting "filesystem" in VM berth-mcp-filesystem/);
-	assert.match(log.text, /kernel enforcement in this VM: enforced/);
+	// initialize and tools/list are answered while the VM boots; calls wait for it.
 	assert.equal(client.getServerVersion().name, "berth-filesystem");
 	assert.equal(client.getServerVersion().version, "0.1.0");
-	assert.ok(running("berth-mcp-filesystem"));
-
 	const { tools } = await client.listTools();
 	const manifestExports = [...readFileSync(join(appDir, "berth.yml"), "utf8").matchAll(/^  - name: (\S+)/gm)].map((m) => m[1]);
 	assert.deepEqual(tools.map((t) => t.name), manifestExports);
@@ -128,6 +125,10 @@ test("own VM: tools, a kernel denial explained, the VM stopped when the client g
 	// A write inside the workspace works; a write to /etc is the kernel's refusal, explained.
 	let r = await client.callTool({ name: "write_file", arguments: { path: "hello.txt", content: "hi" } });
 	assert.ok(!r.isError, text(r));
+	assert.match(log.text, /calls wait for the VM/);
+	assert.match(log.text, /booting "filesystem" in VM berth-mcp-filesystem/);
+	assert.match(log.text, /kernel enforcement in this VM: enforced/);
+	assert.ok(running("berth-mcp-filesystem"));
 	r = await client.callTool({ name: "write_file", arguments: { path: "../../../etc/berth-should-not-exist.txt", content: "x" } });
 	assert.equal(r.isError, true);
 	const denial = text(r);
@@ -245,6 +246,13 @@ test("cancelled and unanswered calls, app errors, --warm", LONG, async () => {
 		["--app", "mcp-slow", "--app-dir", appDir, "--run-id", "mcp-e2e-slow", "--env", "MCP_E2E_SECRET"],
 		{ BERTH_MCP_CALL_TIMEOUT_MS: "4000", MCP_E2E_SECRET: secret },
 	);
+	// A call cancelled while it waits for the VM to boot never reaches the app.
+	await waitFor("the session to serve while booting", () => /calls wait for the VM/.test(log.text), 60);
+	const early = new AbortController();
+	const queued = client.callTool({ name: "echo", arguments: { text: "never sent" } }, undefined, { signal: early.signal });
+	await waitFor("the call to wait for the VM", () => /"echo" waits for the VM to be ready/.test(log.text), 60);
+	early.abort("too early");
+	await assert.rejects(queued);
 	// --env reaches the app of a VM berth mcp boots, and the value is shown nowhere.
 	r = await client.callTool({ name: "env_length", arguments: { name: "MCP_E2E_SECRET" } });
 	assert.deepEqual(JSON.parse(text(r)), { length: secret.length });
@@ -291,6 +299,8 @@ test("the audit trail: every call recorded, verify passes, an edited record is c
 	assert.equal(denied.input, undefined, "payloads are not captured by default");
 	const cancelled = calls.find((r) => r.target === "mcp-slow.sleep" && r.meta.cancelled);
 	assert.ok(cancelled, "the cancelled call is recorded");
+	const early = calls.find((r) => r.target === "mcp-slow.echo" && r.meta.cancelled);
+	assert.equal(early.reason, '"echo" was cancelled by the client before it was sent');
 	const timedOut = calls.find((r) => r.target === "mcp-slow.sleep" && !r.meta.cancelled);
 	assert.equal(timedOut.meta.outcome, "unknown");
 	assert.equal(timedOut.meta.failed, true);

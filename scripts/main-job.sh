@@ -28,7 +28,16 @@ echo '$ berth rpc notes --export list_notes'
 "$berth" rpc notes --export list_notes
 echo '$ berth vm status'
 "$berth" vm status
+step "Serving it to an MCP client (berth mcp, attached to berth dev's VM)"
+# What an MCP client sends: initialize, then one tools/call. Standard output is JSON-RPC.
+printf '%s\n' \
+	'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"main-job","version":"1"}}}' \
+	'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+	'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_notes","arguments":{}}}' |
+	"$berth" mcp --app notes --app-dir apps/notes --no-boot
+echo '$ berth audit verify'
+"$berth" audit verify
 step "Stopping it (Ctrl-C to berth dev)"
 dev_stop
 tail -2 "$log" | sed 's/^/    /'
-printf '\nDone: built, installed, checked, booted apps/notes, called it and stopped it.\n'
+printf '\nDone: built, installed, checked, booted apps/notes, called it (berth rpc, berth mcp) and stopped it.\n'

@@ -120,9 +120,6 @@ def main():
         shutil.copytree(os.path.join(ROOT, "apps/notes"), app)
         initrd = bootbench.build_trivial_initrd(work)
         argv, vm = bootbench.engine_argv(home, "bench-probe")
-        kernel = os.path.join(home, "vm/kernel/sha256", vm["measurements"]["kernel"]["sha256"], "vmlinux")
-        argv = [kernel if a.startswith("/proc/self/fd/") and argv[i - 1] == "-kernel" else a
-                for i, a in enumerate(argv)]
         ready, bundle, boot, bare, reload = [], [], [], [], []
         for i in range(args.n):
             bare.append(bootbench.bare_boot({"argv": argv}, initrd))

@@ -99,10 +99,13 @@ def engine_argv(home, name):
     pid = int(json.load(open(os.path.join(home, "run/vm", name, "vm.json")))["enginePid"])
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         argv = [a.decode() for a in f.read().split(b"\0") if a]
-    # The kernel is passed as /proc/self/fd/N of berth-vmm; use the installed path.
-    kernel = json.load(open(os.path.join(home, "run/vm", name, "vm.json")))
+    vm = json.load(open(os.path.join(home, "run/vm", name, "vm.json")))
     subprocess.run([BERTH, "vm", "stop", name], env=env, check=True, stdout=subprocess.DEVNULL)
-    return argv, kernel
+    # The kernel is passed as /proc/self/fd/N of berth-vmm; use the installed path.
+    kernel = os.path.join(home, "vm/kernel/sha256", vm["measurements"]["kernel"]["sha256"], "vmlinux")
+    argv = [kernel if a.startswith("/proc/self/fd/") and argv[i - 1] == "-kernel" else a
+            for i, a in enumerate(argv)]
+    return argv, vm
 
 
 def main():
@@ -115,10 +118,6 @@ def main():
     try:
         initrd = build_trivial_initrd(work)
         argv, vm = engine_argv(home, "bench-probe")
-        kernel_sha = vm["measurements"]["kernel"]["sha256"]
-        kernel_path = os.path.join(home, "vm/kernel/sha256", kernel_sha, "vmlinux")
-        argv = [kernel_path if a.startswith("/proc/self/fd/") and argv[i - 1] == "-kernel" else a
-                for i, a in enumerate(argv)]
         bare, ours = [], []
         berth_boot(home, "bench-warmup")  # formats the state disk once, outside the timing
         for i in range(args.n):

@@ -74,9 +74,6 @@ def main():
         shutil.copytree(os.path.join(ROOT, "apps/notes"), app)
         initrd = bootbench.build_trivial_initrd(work)
         argv, vm = bootbench.engine_argv(home, "bench-probe")
-        kernel = os.path.join(home, "vm/kernel/sha256", vm["measurements"]["kernel"]["sha256"], "vmlinux")
-        argv = [kernel if a.startswith("/proc/self/fd/") and argv[i - 1] == "-kernel" else a
-                for i, a in enumerate(argv)]
         own, attached, bare = [], [], []
         # One unmeasured session first, so the bundle cache is as warm as a user's second start.
         first_call(app, env)

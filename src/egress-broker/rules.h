@@ -53,7 +53,6 @@ void egress_rules_done(EgressRules *r);
  */
 int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret);
 
-
 /*
  * egress_rules_from_policy() - the rules of a compiled capability policy (SPEC 4.2):
  * every "network:host:<scope>" and "browser:navigate:<scope>" in declaredCapabilities,

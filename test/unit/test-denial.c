@@ -345,8 +345,9 @@ TEST(acceptance_write_outside_every_prefix)
 		ASSERT_HAS(out, "on /etc/berth-should-not-exist.txt (");
 		assert_lines_are_ours(out);
 		if (i == 0) {
-			ASSERT_HAS(out, "denied-by: the kernel, at a read-only mount rather than the "
-					"capability policy");
+			ASSERT_HAS(out,
+				   "denied-by: the kernel, at a read-only mount rather than the "
+				   "capability policy");
 			ASSERT_HAS(out, "Adding a capability line will NOT change this.");
 			ASSERT_HAS(out, "/tmp/filesystem");
 		} else {

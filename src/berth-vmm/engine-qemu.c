@@ -107,7 +107,13 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 		return -ENOMEM;
 	arg(&b, "%s", cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
 	arg(&b, "-accel");
-	arg(&b, "%s", accel_to_string(cfg->accel));
+	/*
+	 * TCG runs the vCPUs on one host thread. With a thread per vCPU, a guest CPU could
+	 * run stale translated code while another patched the kernel's text (a static key's
+	 * int3 during boot), and the guest died in an early initcall ("Fatal exception in
+	 * interrupt" just past the breakpoint) now and then on a loaded host.
+	 */
+	arg(&b, "%s", cfg->accel == ACCEL_TCG ? "tcg,thread=single" : accel_to_string(cfg->accel));
 	if (cfg->accel == ACCEL_KVM) {
 		arg(&b, "-cpu");
 		arg(&b, "host");

@@ -23,14 +23,17 @@ static const char cmdline_base[] =
 	"cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp random.trust_cpu=on pci=off "
 	"initcall_blacklist=jent_mod_init";
 
-Accel accel_detect(void)
+void engine_init(Engine *e, const EngineOps *ops)
 {
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	*e = (Engine){.ops = ops, .pidfd = -EBADF, .stderr_fd = -EBADF, .console_fd = -EBADF};
+}
 
-	if (fd < 0)
-		return ACCEL_TCG;
-	close(fd);
-	return ACCEL_KVM;
+Accel accel_from_string(const char *s)
+{
+	for (Accel a = 0; a < _ACCEL_MAX; a++)
+		if (s && streq(s, accel_to_string(a)))
+			return a;
+	return _ACCEL_INVALID;
 }
 
 const char *accel_to_string(Accel a)
@@ -192,9 +195,17 @@ static void keep_fd(int fd)
 		fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
 }
 
+static void close_pair(int p[2])
+{
+	safe_close(p[0]);
+	safe_close(p[1]);
+	p[0] = p[1] = -EBADF;
+}
+
 static int qemu_start(Engine *e, const VmConfig *cfg)
 {
 	_cleanup_(host_confinement_freep) HostConfinement *confinement = NULL;
+	int err_pipe[2] = {-EBADF, -EBADF}, con_pipe[2] = {-EBADF, -EBADF};
 	pid_t parent = getpid(), pid;
 	int r;
 
@@ -205,11 +216,32 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 	r = host_sandbox_prepare_qemu(cfg->host_sandbox, cfg, &confinement);
 	if (r < 0)
 		return r;
+	/* QEMU says why a VM died on standard error (a KVM internal error leaves it alive
+	 * but paused): the supervisor reads it rather than letting it go by. */
+	if (pipe2(err_pipe, O_CLOEXEC) < 0 ||
+	    (cfg->console_capture && !cfg->console_path && pipe2(con_pipe, O_CLOEXEC) < 0)) {
+		r = -errno;
+		close_pair(err_pipe);
+		return r;
+	}
 	e->accel = cfg->accel;
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		r = -errno;
+		close_pair(err_pipe);
+		close_pair(con_pipe);
+		return r;
+	}
 	if (pid == 0) {
+		if (dup2(err_pipe[1], STDERR_FILENO) < 0)
+			_exit(127);
+		if (con_pipe[1] >= 0) {
+			int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+			if (null < 0 || dup2(null, STDIN_FILENO) < 0 ||
+			    dup2(con_pipe[1], STDOUT_FILENO) < 0)
+				_exit(127);
+		}
 		/* The artifact and disk descriptors are the only ones QEMU inherits. */
 		for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
 			keep_fd(cfg->artifacts->a[k].fd);
@@ -232,6 +264,10 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 			e->argv[0]);
 		_exit(127);
 	}
+	safe_close(err_pipe[1]);
+	safe_close(con_pipe[1]);
+	e->stderr_fd = err_pipe[0];
+	e->console_fd = con_pipe[0];
 	e->pid = pid;
 	e->pidfd = pidfd_open(pid, 0);
 	return 0;
@@ -286,5 +322,7 @@ void engine_done(Engine *e)
 	argv_free(e->argv);
 	e->argv = NULL;
 	safe_close(e->pidfd);
-	e->pidfd = -EBADF;
+	safe_close(e->stderr_fd);
+	safe_close(e->console_fd);
+	e->pidfd = e->stderr_fd = e->console_fd = -EBADF;
 }

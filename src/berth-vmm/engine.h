@@ -10,8 +10,8 @@
 
 /*
  * What a VM is made of, independent of the engine that runs it. Today the one engine is
- * QEMU's microvm (KVM when /dev/kvm is usable, TCG otherwise); another (libkrun, say)
- * would implement the same four operations.
+ * QEMU's microvm, under KVM or TCG as accel.h chooses; another (libkrun, say) would
+ * implement the same four operations.
  */
 
 #define VM_DISKS_MAX 8
@@ -41,7 +41,8 @@ typedef struct VmConfig {
 	unsigned mem_mib;
 	Accel accel;
 	long tsc_khz;		  /* TCG only; see tsc.h */
-	const char *console_path; /* kernel console file, or NULL for standard error */
+	const char *console_path; /* kernel console file, or NULL for QEMU's standard output */
+	bool console_capture; /* with no console_path: the console on a pipe, Engine.console_fd */
 	const char *qemu_binary;
 	const char *extra_cmdline; /* pinned options only; never secrets */
 	VmDisk disks[VM_DISKS_MAX];
@@ -69,14 +70,18 @@ struct Engine {
 	const EngineOps *ops;
 	pid_t pid;
 	int pidfd;
+	int stderr_fd;	/* read end of QEMU's standard error: where it says why it failed */
+	int console_fd; /* read end of the console when VmConfig.console_capture */
 	Accel accel;
 	char **argv;
 };
 
 extern const EngineOps engine_qemu_ops;
 
-Accel accel_detect(void);
+/* An engine that has started nothing yet. */
+void engine_init(Engine *e, const EngineOps *ops);
 const char *accel_to_string(Accel a);
+Accel accel_from_string(const char *s);
 /* The kernel command line for @cfg, malloc()ed. */
 char *vm_kernel_cmdline(const VmConfig *cfg);
 void engine_done(Engine *e);

@@ -39,13 +39,15 @@ int main(int argc, char **argv)
 {
 	log_setup("berth-vmm", LOG_LEVEL_INFO);
 	if (argc < 2) {
-		fprintf(stderr, "usage: berth-vmm run|pins [options]\n");
+		fprintf(stderr, "usage: berth-vmm run|accel|pins [options]\n");
 		return 2;
 	}
 	if (streq(argv[1], "pins"))
 		return verb_pins(argc - 1, argv + 1);
 	if (streq(argv[1], "run"))
 		return vmm_run_main(argc - 1, argv + 1);
-	log_error("unknown command '%s': use 'run' or 'pins'", argv[1]);
+	if (streq(argv[1], "accel"))
+		return vmm_accel_main(argc - 1, argv + 1);
+	log_error("unknown command '%s': use 'run', 'accel' or 'pins'", argv[1]);
 	return 2;
 }

@@ -21,6 +21,8 @@
 #include "evloop.h"
 #include "fileio.h"
 #include "line-conn.h"
+#include "line-split.h"
+#include "linebuf.h"
 #include "log-fanout.h"
 #include "log.h"
 #include "macros.h"
@@ -28,6 +30,7 @@
 #include "paths.h"
 #include "rundir.h"
 #include "vm-client.h"
+#include "vm-diag.h"
 #include "vmm-run.h"
 
 #define PENDING_MAX 64
@@ -36,6 +39,8 @@
 #define STOP_TIMEOUT_USEC (20 * USEC_PER_SEC)
 #define SETTLE_USEC (200 * USEC_PER_MSEC)
 #define EVIDENCE_EVENTS_MAX 8192
+#define WATCH_USEC (100 * USEC_PER_MSEC) /* how often the boot's console is read */
+#define QEMU_TAIL_BYTES (8 * 1024)	 /* QEMU's last words, for the failure report */
 
 typedef struct Listener {
 	struct Serve *serve;
@@ -63,8 +68,16 @@ typedef struct Serve {
 	char mux_path[108];
 	const char *connect_path; /* mux_path, or --channel-connect */
 	uint64_t connect_deadline;
-	EvSource *connect_timer, *stop_timer;
-	bool booted, powered_off, stop_requested, qemu_gone;
+	EvSource *connect_timer, *stop_timer, *watch_timer;
+	bool booted, powered_off, stop_requested, qemu_gone, failed;
+	bool answered; /* the guest's side of the channel came up at least once */
+	/* Watching the boot: QEMU's standard error, the console file, and when anything last
+	 * moved; a boot that goes quiet for longer than --boot-stall-timeout is dead. */
+	LineSplit qemu_split, console_split;
+	LineBuffer *qemu_tail;
+	int console_fd;
+	uint64_t last_progress;
+	char panic[512];
 	int guest_exit_code;
 	int qemu_code, qemu_status;
 	json_t *evidence; /* the guest's boot events, in order */
@@ -76,6 +89,123 @@ static void set_state(Serve *s, const char *state)
 {
 	snprintf(s->state, sizeof(s->state), "%s", state);
 	(void)vmm_write_state(s->vmm, state);
+}
+
+/*
+ * The VM cannot go on: say why once, with QEMU's last words, record it in vm.json for the
+ * command waiting on the boot, and stop QEMU (a KVM internal error leaves it paused, not
+ * gone). The loop ends when QEMU's exit is seen.
+ */
+static void print_qemu_tail_line(const char *line, size_t len, void *userdata)
+{
+	log_error("  qemu: %s", line);
+}
+
+static void fail_vm(Serve *s, const char *reason)
+{
+	Vmm *v = s->vmm;
+
+	if (s->failed)
+		return;
+	s->failed = true;
+	free(v->failure);
+	v->failure = strdup(reason);
+	log_error("%s the VM failed: %s", s->booted ? "after its boot," : "during its boot,",
+		  reason);
+	if (linebuf_lines(s->qemu_tail) > 0) {
+		log_error("QEMU's last lines on standard error:");
+		linebuf_foreach(s->qemu_tail, print_qemu_tail_line, NULL);
+	}
+	if (v->console_path)
+		log_error("the guest console is in %s", v->console_path);
+	set_state(s, s->booted ? "crashed" : "boot_failed");
+	if (v->engine.pid > 0)
+		(void)v->engine.ops->stop(&v->engine);
+}
+
+static void progress(Serve *s)
+{
+	s->last_progress = ev_time_now();
+}
+
+static void on_qemu_line(const char *line, size_t len, void *userdata)
+{
+	Serve *s = userdata;
+	char reason[512], full[1024];
+
+	log_info("qemu: %s", line);
+	(void)linebuf_append(s->qemu_tail, line, len);
+	progress(s);
+	if (!vm_diag_qemu_line(line, reason, sizeof(reason)))
+		return;
+	if (s->vmm->vm.accel == ACCEL_KVM)
+		snprintf(full, sizeof(full), "QEMU reported: %s. " VM_DIAG_KVM_HINT, reason);
+	else
+		snprintf(full, sizeof(full), "QEMU reported: %s", reason);
+	fail_vm(s, full);
+}
+
+static int on_qemu_stderr(EvSource *src, int fd, uint32_t revents, void *userdata)
+{
+	Serve *s = userdata;
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n > 0) {
+		line_split_feed(&s->qemu_split, buf, (size_t)n, on_qemu_line, s);
+		return 0;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	line_split_flush(&s->qemu_split, on_qemu_line, s);
+	ev_source_set_enabled(src, EV_OFF);
+	return 0;
+}
+
+static void on_console_line(const char *line, size_t len, void *userdata)
+{
+	Serve *s = userdata;
+
+	if (s->panic[0] || !vm_diag_console_panic(line))
+		return;
+	snprintf(s->panic, sizeof(s->panic), "the guest kernel panicked: %.400s", line);
+	fail_vm(s, s->panic);
+}
+
+/* Read what the guest wrote to its console file since last time. */
+static void read_console(Serve *s)
+{
+	char buf[16384];
+	ssize_t n;
+
+	if (s->console_fd < 0)
+		return;
+	while ((n = read(s->console_fd, buf, sizeof(buf))) > 0) {
+		line_split_feed(&s->console_split, buf, (size_t)n, on_console_line, s);
+		progress(s);
+	}
+}
+
+static int on_watch(EvSource *src, uint64_t usec, void *userdata)
+{
+	Serve *s = userdata;
+	uint64_t stall = (uint64_t)s->vmm->args.boot_stall_s * USEC_PER_SEC;
+	char reason[512];
+
+	read_console(s);
+	if (s->booted || s->failed || s->qemu_gone)
+		return 0;
+	if (stall > 0 && ev_time_now() - s->last_progress > stall) {
+		snprintf(reason, sizeof(reason),
+			 "no progress on the console or the control port for %u s%s",
+			 s->vmm->args.boot_stall_s,
+			 s->vmm->vm.accel == ACCEL_KVM ? " under KVM. " VM_DIAG_KVM_HINT : "");
+		fail_vm(s, reason);
+		return 0;
+	}
+	ev_source_set_time_relative(src, WATCH_USEC);
+	ev_source_set_enabled(src, EV_ONESHOT);
+	return 0;
 }
 
 static int unix_listen(const char *path)
@@ -177,6 +307,7 @@ static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
 		return;
 	}
 	log_info("guest: %.*s", (int)MIN(len, (size_t)4096), line);
+	progress(s);
 	/* Every boot event is evidence for berth attest; the guest replays them all on each
 	 * new session, so the list restarts then (see on_mux_state()). */
 	if (json_array_size(s->evidence) < EVIDENCE_EVENTS_MAX)
@@ -230,8 +361,10 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 {
 	Serve *s = userdata;
 
+	progress(s);
 	switch (state) {
 	case MUX_IO_READY:
+		s->answered = true;
 		log_info("guest channel up (epoch %u)", mux_get_epoch(mux_io_get_mux(io)));
 		line_conn_free(s->events);
 		s->events = NULL;
@@ -269,8 +402,11 @@ static int try_connect_mux(EvSource *src, uint64_t usec, void *userdata)
 	}
 	safe_close(fd);
 	if (ev_time_now() > s->connect_deadline || s->qemu_gone) {
-		log_error("QEMU never opened its channel socket %s", s->connect_path);
-		s->vmm->engine.ops->stop(&s->vmm->engine);
+		char reason[256];
+
+		snprintf(reason, sizeof(reason), "QEMU never opened its channel socket %s",
+			 s->connect_path);
+		fail_vm(s, reason);
 		return 0;
 	}
 	ev_source_set_time_relative(src, 20 * USEC_PER_MSEC);
@@ -285,26 +421,40 @@ static int on_qemu_gone_settled(EvSource *src, uint64_t usec, void *userdata)
 	Serve *s = userdata;
 	bool clean = s->qemu_code == CLD_EXITED && s->qemu_status == 0;
 
+	char reason[1024];
+
+	/* A VM that did not power off cleanly: its console may say why (a panic). */
+	if (!(s->powered_off && clean)) {
+		read_console(s);
+		line_split_flush(&s->console_split, on_console_line, s);
+	}
 	/* With an external channel client, the guest's events are not ours to see. */
 	if ((s->vmm->args.channel_external || s->vmm->args.channel_connect) && clean)
 		s->powered_off = true;
-	if (s->powered_off && clean) {
+	if (s->failed) {
+		s->exit_code = 1;
+	} else if (s->stop_requested && !s->powered_off && !s->answered) {
+		log_info("stopped before the guest answered on its channel");
+		set_state(s, "stopped");
+	} else if (s->powered_off && clean) {
 		log_info("the guest powered off (exit code %d)", s->guest_exit_code);
 		s->exit_code = s->guest_exit_code == 0 ? 0 : 1;
 		set_state(s, s->exit_code == 0 ? "stopped" : "exited");
 	} else {
 		if (s->powered_off)
-			log_error("QEMU ended with status %d after the guest powered off",
-				  s->qemu_status);
+			snprintf(reason, sizeof(reason),
+				 "QEMU ended with status %d after the guest powered off",
+				 s->qemu_status);
 		else if (s->qemu_code == CLD_EXITED)
-			log_error("QEMU exited with status %d before the guest powered off; see %s",
-				  s->qemu_status, s->vmm->console_path);
+			snprintf(reason, sizeof(reason),
+				 "QEMU exited with status %d before the guest powered off",
+				 s->qemu_status);
 		else
-			log_error(
-				"QEMU was killed by signal %d before the guest powered off; see %s",
-				s->qemu_status, s->vmm->console_path);
+			snprintf(reason, sizeof(reason),
+				 "QEMU was killed by signal %d before the guest powered off",
+				 s->qemu_status);
+		fail_vm(s, reason);
 		s->exit_code = 1;
-		set_state(s, streq(s->state, "boot_failed") ? "boot_failed" : "crashed");
 	}
 	ev_exit(s->loop, s->exit_code);
 	return 0;
@@ -337,19 +487,30 @@ static int on_signal(EvSource *src, const struct signalfd_siginfo *si, void *use
 
 	if (s->stop_requested)
 		return 0;
-	log_info("signal %u: asking the guest to shut down", si->ssi_signo);
 	s->stop_requested = true;
+	/* A guest that never answered on its channel cannot be asked: nothing of it ran
+	 * that could lose a write, so it is killed now rather than after the timeout. */
+	if (!s->answered && !s->vmm->args.channel_external) {
+		log_info("signal %u: the guest never answered on its channel; stopping QEMU now",
+			 si->ssi_signo);
+		if (s->vmm->engine.pid > 0)
+			(void)s->vmm->engine.ops->stop(&s->vmm->engine);
+		return 0;
+	}
+	log_info("signal %u: asking the guest to shut down", si->ssi_signo);
 	send_shutdown(s);
 	(void)ev_add_time_relative(s->loop, &s->stop_timer, STOP_TIMEOUT_USEC, on_stop_timeout, s);
 	return 0;
 }
 
-static void report_ready(Serve *s, int ready_fd)
+/* Returns false when the launcher is gone: nobody was told where this VM is. */
+static bool report_ready(Serve *s, int ready_fd)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL;
+	bool taken;
 
 	if (ready_fd < 0)
-		return;
+		return true;
 	/* The launcher relays these lines: where to find the VM, then the verdict. */
 	if (asprintf(&path, "%s/vm.json", s->vmm->run_dir) >= 0 &&
 	    read_full_file(path, 1024 * 1024, &text, NULL) >= 0) {
@@ -378,8 +539,11 @@ static void report_ready(Serve *s, int ready_fd)
 		free(line);
 		json_decref(doc);
 	}
-	dprintf(ready_fd, "ok\n");
+	/* SIGPIPE is blocked: a launcher that died (killed while it waited, say) shows
+	 * as EPIPE here. */
+	taken = dprintf(ready_fd, "ok\n") == 3;
 	close(ready_fd);
+	return taken;
 }
 
 /*
@@ -458,7 +622,21 @@ static int start(Serve *s)
 	r = v->engine.ops->start(&v->engine, &v->vm);
 	if (r < 0)
 		return log_error_errno(r, "cannot start QEMU: %m");
-	log_info("QEMU started (pid %d, %s)", (int)v->engine.pid, accel_to_string(v->vm.accel));
+	log_info("QEMU started (pid %d, %s: %s)", (int)v->engine.pid, accel_to_string(v->vm.accel),
+		 v->accel.reason);
+	s->qemu_tail = linebuf_new(QEMU_TAIL_BYTES);
+	if (!s->qemu_tail)
+		return log_error_errno(-ENOMEM, "out of memory");
+	r = ev_add_io(s->loop, NULL, v->engine.stderr_fd, EPOLLIN, on_qemu_stderr, s);
+	if (r < 0)
+		return log_error_errno(r, "cannot read QEMU's standard error: %m");
+	v->engine.stderr_fd = -EBADF; /* the loop owns it now */
+	if (v->vm.console_path)
+		s->console_fd = open(v->vm.console_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	progress(s);
+	r = ev_add_time_relative(s->loop, &s->watch_timer, WATCH_USEC, on_watch, s);
+	if (r < 0)
+		return r;
 	r = confine_self(s);
 	if (r < 0)
 		return r;
@@ -502,9 +680,15 @@ static void write_evidence(Serve *s)
 
 int vmm_serve(Vmm *v, int ready_fd)
 {
-	Serve s = {.vmm = v, .evidence = json_array()};
+	Serve s = {.vmm = v, .evidence = json_array(), .console_fd = -EBADF};
+	sigset_t pipe_set;
 	int r;
 
+	/* Writes to a reader that went away fail with EPIPE instead of killing us (and QEMU
+	 * with us, by its parent-death signal); QEMU gets an empty mask at exec. */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	(void)sigprocmask(SIG_BLOCK, &pipe_set, NULL);
 	r = start(&s);
 	if (r < 0) {
 		if (ready_fd >= 0) {
@@ -516,13 +700,21 @@ int vmm_serve(Vmm *v, int ready_fd)
 		rundir_remove(v->run_dir);
 		return 1;
 	}
-	report_ready(&s, ready_fd);
+	if (!report_ready(&s, ready_fd)) {
+		/* Whoever started this VM gave up on it before it was handed over. */
+		s.stop_requested = true;
+		log_warning("the command that started this VM went away; stopping it");
+		if (v->engine.pid > 0)
+			(void)v->engine.ops->stop(&v->engine);
+	}
 	r = ev_loop(s.loop);
 	write_evidence(&s);
 	json_decref(s.evidence);
 	for (size_t i = 0; i < s.n_pending; i++)
 		close(s.pending[i].fd);
 	line_conn_free(s.events);
+	linebuf_free(s.qemu_tail);
+	safe_close(s.console_fd);
 	log_fanout_free(s.logs);
 	egress_dialer_free(s.egress);
 	mux_io_free(s.io);

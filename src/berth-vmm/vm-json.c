@@ -107,6 +107,9 @@ int vmm_write_state(Vmm *v, const char *state)
 	if (v->engine.pid > 0)
 		json_object_set_new(doc, "enginePid", json_integer(v->engine.pid));
 	json_object_set_new(doc, "hostSandbox", host_sandbox_to_json(&v->host_sandbox));
+	json_object_set_new(doc, "accel", accel_choice_to_json(&v->accel));
+	if (v->failure)
+		json_object_set_new(doc, "failure", json_pack("{s:s}", "reason", v->failure));
 	text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
 	if (!text || asprintf(&path, "%s/vm.json", v->run_dir) < 0)
 		return -ENOMEM;

@@ -39,6 +39,12 @@ static void usage(void)
 	       "  --state-size MIB     its size when created (default 1024)\n"
 	       "  --secrets FILE       a BERTHSEC1 secrets image, attached read-only\n"
 	       "  --cpus N --mem MIB   2 and 512 by default\n"
+	       "  --accel MODE         auto (the default: probe once per host boot, take KVM only\n"
+	       "                       where it boots, and faster than TCG), kvm or tcg; also\n"
+	       "                       BERTH_ACCEL and vm.accel in ~/.berth/config.json\n"
+	       "  --qemu PROGRAM       the QEMU to run (qemu-system-x86_64; BERTH_QEMU, vm.qemu)\n"
+	       "  --boot-stall-timeout SEC  fail a boot that shows no sign of life for SEC\n"
+	       "                       seconds (default 30; 0: never)\n"
 	       "  --artifacts DIR      where the pinned kernel and rootfs are installed (~/.berth/vm)\n"
 	       "  --rootfs IMG         boot this root image instead (recorded as not pinned)\n"
 	       "  --console FILE       the kernel console (default console.log in the run dir)\n"
@@ -100,6 +106,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_CHANNEL_CONNECT,
 		O_EGRESS_ALLOW,
 		O_EGRESS_MAX_CONNS,
+		O_ACCEL,
+		O_QEMU,
+		O_BOOT_STALL,
 		O_HELP
 	};
 	static const struct option options[] = {
@@ -121,6 +130,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"channel-connect", required_argument, NULL, O_CHANNEL_CONNECT},
 		{"egress-allow", required_argument, NULL, O_EGRESS_ALLOW},
 		{"egress-max-conns", required_argument, NULL, O_EGRESS_MAX_CONNS},
+		{"accel", required_argument, NULL, O_ACCEL},
+		{"qemu", required_argument, NULL, O_QEMU},
+		{"boot-stall-timeout", required_argument, NULL, O_BOOT_STALL},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
 	int c, r;
@@ -128,6 +140,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 	*a = (VmmArgs){.cpus = 2,
 		       .mem_mib = 512,
 		       .state_size_mib = 1024,
+		       .boot_stall_s = VMM_BOOT_STALL_S_DEFAULT,
 		       .egress.max_conns = EGRESS_MAX_CONNS_DEFAULT};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
@@ -203,6 +216,21 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			break;
 		case O_FOREGROUND:
 			a->foreground = true;
+			break;
+		case O_ACCEL:
+			if (accel_mode_from_string(optarg) < 0)
+				return log_error("--accel takes auto, kvm or tcg, not '%s'",
+						 optarg);
+			a->accel = optarg;
+			break;
+		case O_QEMU:
+			a->qemu = optarg;
+			break;
+		case O_BOOT_STALL:
+			if (parse_uint_range(optarg, 0, 3600, &a->boot_stall_s) < 0)
+				return log_error(
+					"--boot-stall-timeout takes seconds from 0 to 3600, not '%s'",
+					optarg);
 			break;
 		case O_HELP:
 			usage();
@@ -460,10 +488,43 @@ static int build_cmdline_extra(Vmm *v)
 	return 0;
 }
 
+/* KVM or TCG, by the settings and, for auto and kvm, the probe's verdict (accel.h). */
+static int choose_accel(Vmm *v, long *ret_tsc_khz)
+{
+	_cleanup_free_ char *vm_dir = berth_vm_dir(), *cache = NULL;
+	char source[320], err[2048];
+	AccelMode mode;
+	int r;
+
+	r = accel_settings(v->args.accel, v->args.qemu, &mode, source, sizeof(source), &v->qemu,
+			   err, sizeof(err));
+	if (r < 0)
+		return log_error("%s", err);
+	if (!vm_dir || asprintf(&cache, "%s/accel.json", vm_dir) < 0)
+		return log_error_errno(-ENOMEM, "out of memory");
+	AccelHost host = {
+		.artifacts = &v->artifacts,
+		.qemu = v->qemu,
+		.host_sandbox = &v->host_sandbox,
+		.cache_path = cache,
+	};
+
+	r = accel_choose(&host, mode, source, &v->accel, err, sizeof(err));
+	if (r < 0)
+		return log_error("%s", err);
+	*ret_tsc_khz = host.tsc_khz;
+	log_info("accelerator: %s (%s)", accel_to_string(v->accel.accel), v->accel.reason);
+	return 0;
+}
+
 static int build_vm_config(Vmm *v)
 {
+	long tsc_khz = 0;
 	int r = build_cmdline_extra(v);
 
+	if (r < 0)
+		return r;
+	r = choose_accel(v, &tsc_khz);
 	if (r < 0)
 		return r;
 	VmConfig *c = &v->vm;
@@ -472,13 +533,15 @@ static int build_vm_config(Vmm *v)
 		.artifacts = &v->artifacts,
 		.cpus = v->args.cpus,
 		.mem_mib = v->args.mem_mib,
-		.accel = accel_detect(),
+		.accel = v->accel.accel,
 		.console_path = v->args.console_stderr ? NULL : v->console_path,
+		.qemu_binary = v->qemu,
 		.extra_cmdline = v->cmdline_extra,
 		.host_sandbox = &v->host_sandbox,
 	};
 	if (c->accel == ACCEL_TCG) {
-		c->tsc_khz = tsc_measure_khz();
+		/* The probe measured it already, unless its verdict came from the cache. */
+		c->tsc_khz = tsc_khz > 0 ? tsc_khz : tsc_measure_khz();
 		if (c->tsc_khz < 0)
 			return log_error_errno(
 				(int)c->tsc_khz,
@@ -588,6 +651,8 @@ static void cleanup(Vmm *v)
 	free(v->console_path);
 	free(v->log_path);
 	free(v->cmdline_extra);
+	free(v->qemu);
+	free(v->failure);
 	egress_config_done(&v->args.egress);
 }
 
@@ -630,9 +695,10 @@ static int detach(int *ret_ready_fd)
 
 int vmm_run_main(int argc, char **argv)
 {
-	Vmm v = {.engine = {.ops = &engine_qemu_ops, .pidfd = -EBADF}};
+	Vmm v = {};
 	int r, ready_fd = -EBADF;
 
+	engine_init(&v.engine, &engine_qemu_ops);
 	if (parse_args(argc, argv, &v.args) < 0) {
 		egress_config_done(&v.args.egress);
 		return 2;

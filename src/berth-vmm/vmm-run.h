@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "accel.h"
 #include "artifacts.h"
 #include "egress-dialer.h"
 #include "engine.h"
@@ -14,6 +15,7 @@
 
 #define VMM_APPS_MAX 64
 #define SOCKET_PATH_MAX 103 /* sizeof(sun_path) - 1, minus the portable margin */
+#define VMM_BOOT_STALL_S_DEFAULT 30
 
 typedef struct VmmApp {
 	char *dir;   /* on the host */
@@ -42,6 +44,9 @@ typedef struct VmmArgs {
 	EgressConfig egress; /* --egress-allow, --egress-max-conns, the test-only CIDR */
 	unsigned cpus;
 	unsigned mem_mib;
+	const char *accel;     /* --accel: auto, kvm or tcg; NULL: BERTH_ACCEL, vm.accel, auto */
+	const char *qemu;      /* --qemu: the QEMU program; NULL: BERTH_QEMU, vm.qemu, $PATH */
+	unsigned boot_stall_s; /* a boot with no sign of life for this long fails; 0: never */
 	const char *apps[VMM_APPS_MAX];
 	size_t n_apps;
 } VmmArgs;
@@ -65,6 +70,9 @@ typedef struct Vmm {
 	long state_hash_ms;
 	int secrets_fd;
 	VmConfig vm;
+	AccelChoice accel; /* which accelerator, who asked, and why */
+	char *qemu;	   /* the QEMU program, resolved through the settings */
+	char *failure;	   /* why the VM failed, once it has; NULL while it has not */
 	HostSandbox host_sandbox;
 	Engine engine;
 	char started_at[40];
@@ -73,6 +81,8 @@ typedef struct Vmm {
 } Vmm;
 
 int vmm_run_main(int argc, char **argv);
+/* berth-vmm accel: the accelerator choice and the probe behind it (accel-verb.c). */
+int vmm_accel_main(int argc, char **argv);
 /* Write vm.json in the run dir (atomically); @state e.g. "starting", "running". */
 int vmm_write_state(Vmm *v, const char *state);
 /* Serve the host sockets and supervise QEMU until the VM is gone; returns the exit code. */

@@ -29,6 +29,10 @@ static const ConfigSetting settings[_CONFIG_KEY_MAX] = {
 	[CONFIG_VMM] = {"--vmm", "BERTH_VMM", "vm.vmm", offsetof(BerthConfig, vm_vmm), NULL},
 	[CONFIG_SANDBOX] = {"--runtime", "BERTH_SANDBOX", "sandbox", offsetof(BerthConfig, sandbox),
 			    NULL},
+	[CONFIG_ACCEL] = {"--accel", "BERTH_ACCEL", "vm.accel", offsetof(BerthConfig, vm_accel),
+			  "auto"},
+	[CONFIG_QEMU] = {"--qemu", "BERTH_QEMU", "vm.qemu", offsetof(BerthConfig, vm_qemu),
+			 "qemu-system-x86_64"},
 };
 
 typedef int (*FieldCheck)(const char *value);
@@ -48,11 +52,18 @@ static int check_sandbox(const char *value)
 	return streq(value, "vm") || streq(value, "docker");
 }
 
+static int check_accel(const char *value)
+{
+	return streq(value, "auto") || streq(value, "kvm") || streq(value, "tcg");
+}
+
 static const ConfigField fields[] = {
 	{"", "sandbox", CONFIG_SANDBOX, 0, check_sandbox, "\"vm\" or \"docker\""},
 	{"vm", "artifactsUrl", CONFIG_ARTIFACTS_URL, 0, NULL, NULL},
 	{"vm", "artifactsDir", CONFIG_ARTIFACTS_DIR, 1, NULL, NULL},
 	{"vm", "vmm", CONFIG_VMM, 1, NULL, NULL},
+	{"vm", "accel", CONFIG_ACCEL, 0, check_accel, "\"auto\", \"kvm\" or \"tcg\""},
+	{"vm", "qemu", CONFIG_QEMU, 1, NULL, NULL},
 };
 
 static char **config_slot(BerthConfig *c, ConfigKey key)
@@ -126,7 +137,7 @@ static int config_check_vm_keys(json_t *vm, ConfigError *e)
 		if (!known)
 			return config_fail(
 				e, "vm", -EBADMSG,
-				"unknown key \"vm.%.48s\" (known: vm.artifactsUrl, vm.artifactsDir, vm.vmm)",
+				"unknown key \"vm.%.48s\" (known: vm.artifactsUrl, vm.artifactsDir, vm.vmm, vm.accel, vm.qemu)",
 				key);
 	}
 	return 0;

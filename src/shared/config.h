@@ -10,7 +10,8 @@
  *
  *   {"sandbox": "vm", "vm": {"artifactsUrl": "https://mirror/{asset}",
  *                             "artifactsDir": "~/src/berth/out/artifacts",
- *                             "vmm": "/usr/local/bin/berth-vmm"}}
+ *                             "vmm": "/usr/local/bin/berth-vmm",
+ *                             "accel": "auto", "qemu": "qemu-system-x86_64"}}
  *
  * Every setting resolves as flag > environment variable > config file > built-in default.
  */
@@ -30,6 +31,8 @@ typedef struct BerthConfig {
 	char *vm_artifacts_dir; /* vm.artifactsDir, "~/" expanded */
 	char *vm_vmm;		/* vm.vmm, "~/" expanded */
 	char *sandbox;		/* "vm" or "docker" */
+	char *vm_accel;		/* vm.accel: "auto", "kvm" or "tcg" */
+	char *vm_qemu;		/* vm.qemu: the QEMU program, "~/" expanded */
 } BerthConfig;
 
 typedef enum ConfigKey {
@@ -37,6 +40,8 @@ typedef enum ConfigKey {
 	CONFIG_ARTIFACTS_DIR,
 	CONFIG_VMM,
 	CONFIG_SANDBOX,
+	CONFIG_ACCEL,
+	CONFIG_QEMU,
 	_CONFIG_KEY_MAX,
 	_CONFIG_KEY_INVALID = -22,
 } ConfigKey;

@@ -219,3 +219,38 @@ bool file_exists(const char *path)
 {
 	return access(path, F_OK) == 0;
 }
+
+int read_file_tail(const char *path, size_t max_bytes, char **ret)
+{
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	off_t from;
+	ssize_t n;
+	char *start;
+
+	fd = RET_NERRNO(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADFD;
+	from = st.st_size > (off_t)max_bytes ? st.st_size - (off_t)max_bytes : 0;
+	buf = malloc(max_bytes + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = pread(fd, buf, max_bytes, from);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	/* Cut mid-file: start at the first whole line. */
+	start = buf;
+	if (from > 0 && (start = strchr(buf, '\n')))
+		start++;
+	else if (from > 0)
+		start = buf + n;
+	memmove(buf, start, strlen(start) + 1);
+	*ret = TAKE_PTR(buf);
+	return 0;
+}

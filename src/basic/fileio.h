@@ -14,6 +14,13 @@
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret, size_t *ret_size);
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
 
+/*
+ * read_file_tail() - the end of a regular file: at most @max_bytes, starting at a line
+ * boundary when the file is longer. The final component is not followed.
+ * Returns 0 and a malloc()ed NUL-terminated buffer in *@ret, or -errno.
+ */
+int read_file_tail(const char *path, size_t max_bytes, char **ret);
+
 /* Write all of @buf to @fd, retrying on short writes and EINTR. */
 int loop_write(int fd, const void *buf, size_t len);
 /* Read exactly @len bytes unless EOF comes first; returns bytes read or -errno. */

@@ -258,6 +258,7 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	Manifest *m = NULL;
 	char err[1024], boot_id[37], old_digest[65];
 	long long t0 = vm_launch_now_ms(), stop_ms, boot_ms;
+	int r;
 
 	if (vm_launch_load_manifest(d->l.app_dir, &m) < 0) {
 		say("berth.yml is invalid; the VM keeps running the previous version");
@@ -279,7 +280,14 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	stop_ms = vm_launch_now_ms();
 	(void)vm_launch_stop(&d->l);
 	stop_ms = vm_launch_now_ms() - stop_ms;
-	if (vm_launch_boot(&d->l, &boot_ms, boot_id) < 0) {
+	r = vm_launch_boot(&d->l, &boot_ms, boot_id);
+	if (r == -ECANCELED) {
+		/* The signal that cut the boot short was meant for berth dev as a whole. */
+		d->exit_code = 130;
+		ev_exit(d->loop, 130);
+		return 0;
+	}
+	if (r < 0) {
 		say("the new version did not start; fix it and save again");
 		return 0;
 	}
@@ -421,9 +429,10 @@ int cmd_dev(int argc, char **argv)
 		dev_done(&d);
 		return 1;
 	}
-	if (vm_launch_boot(&d.l, &boot_ms, boot_id) < 0) {
+	r = vm_launch_boot(&d.l, &boot_ms, boot_id);
+	if (r < 0) {
 		dev_done(&d);
-		return 1;
+		return r == -ECANCELED ? 130 : 1;
 	}
 	{
 		_cleanup_(json_decrefp) json_t *vm = vm_json_load(d.l.run_dir);

@@ -839,7 +839,7 @@ static int attach(Mcp *c)
 				 c->vm_name, apps && *apps ? apps : "no app", c->l.name);
 	/* It may still be booting: wait as berth dev does. */
 	r = vm_wait_ready(c->run_dir, (unsigned)json_array_size(json_object_get(vm, "apps")),
-			  (int)c->boot_timeout_s * 1000, reason, sizeof(reason));
+			  (int)c->boot_timeout_s * 1000, -EBADF, reason, sizeof(reason));
 	if (r < 0)
 		return log_error("the VM %s is running but not ready: %s", c->vm_name,
 				 r == -ETIME ? "it did not get ready in time" : reason);
@@ -1220,6 +1220,10 @@ static int start_boot(Mcp *c)
 	c->boot_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->boot_fd < 0)
 		return -errno;
+	/* The loop reads the signals; it tells the boot to give up through this. */
+	c->l.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->l.cancel_fd <= 0)
+		return -errno;
 	r = ev_add_io(c->loop, NULL, c->boot_fd, EPOLLIN, on_boot_done, c);
 	if (r < 0)
 		return r;
@@ -1260,7 +1264,8 @@ static int serve(Mcp *c)
 	    c->run_id, c->ready ? "" : "; calls wait for the VM");
 	r = ev_loop(c->loop);
 	if (c->booting) {
-		say("waiting for the VM's boot to end, to stop it");
+		say("the session ended during the VM's boot; stopping the VM");
+		(void)eventfd_write(c->l.cancel_fd, 1);
 		pthread_join(c->boot_thread, NULL);
 		c->booting = false;
 	}
@@ -1371,6 +1376,8 @@ out:
 	}
 	ev_loop_free(c.loop);
 	safe_close(c.boot_fd);
+	if (c.l.cancel_fd > 0)
+		safe_close(c.l.cancel_fd);
 	audit_sink_free(c.audit);
 	vm_launch_done(&c.l);
 	strv_free(c.only);

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "exec-util.h"
+#include "fileio.h"
 #include "log.h"
 #include "macros.h"
 #include "paths.h"
@@ -316,9 +318,62 @@ int vm_launch_bundle(VmLaunch *l, char *err, size_t errlen)
 int vm_launch_stop(VmLaunch *l)
 {
 	char *argv[] = {"stop", l->vm_name, NULL};
+	pid_t pid;
 
+	/* Gone already (a boot it gave up on was stopped then): nothing to say. */
+	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_ABSENT)
+		return 0;
 	optind = 1;
 	return cmd_vm_stop(2, argv);
+}
+
+/* --- giving up on a VM ------------------------------------------------------------------- */
+
+/* The boot can be cut short: by the caller's fd, or by SIGINT, SIGTERM and SIGHUP, which
+ * are blocked and read from a signalfd while the boot lasts. */
+typedef struct BootCancel {
+	int fd;
+	bool own;
+	sigset_t saved;
+} BootCancel;
+
+static int cancel_begin(const VmLaunch *l, BootCancel *c)
+{
+	sigset_t set;
+
+	*c = (BootCancel){.fd = l->cancel_fd};
+	if (l->cancel_fd > 0)
+		return 0;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, &c->saved) < 0)
+		return -errno;
+	c->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (c->fd < 0) {
+		int r = -errno;
+
+		(void)sigprocmask(SIG_SETMASK, &c->saved, NULL);
+		return r;
+	}
+	c->own = true;
+	return 0;
+}
+
+static void cancel_end(BootCancel *c)
+{
+	struct signalfd_siginfo si;
+
+	if (!c->own)
+		return;
+	/* The signal that cut the boot short has been acted on: take it, so that it does
+	 * not strike again once unblocked (the caller returns -ECANCELED instead). */
+	while (read(c->fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	safe_close(c->fd);
+	(void)sigprocmask(SIG_SETMASK, &c->saved, NULL);
+	c->own = false;
 }
 
 /* A VM whose app failed powers off by itself once no app is left; wait for that (or stop
@@ -334,6 +389,95 @@ static void settle_failed_vm(VmLaunch *l)
 		(void)vm_launch_stop(l);
 }
 
+/* The last lines of @file in the run dir, for a failure report. */
+static void print_tail(const VmLaunch *l, const char *file, const char *what)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	char *save = NULL, *lines[VM_LAUNCH_TAIL_LINES];
+	size_t n = 0;
+
+	if (asprintf(&path, "%s/%s", l->run_dir, file) < 0 ||
+	    read_file_tail(path, 16 * 1024, &text) < 0 || !*text)
+		return;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		lines[n++ % VM_LAUNCH_TAIL_LINES] = line;
+	fprintf(stderr, "%s%s, last lines (%s):\n", l->prefix, what, path);
+	for (size_t i = n > VM_LAUNCH_TAIL_LINES ? n - VM_LAUNCH_TAIL_LINES : 0; i < n; i++)
+		fprintf(stderr, "  | %.300s\n", lines[i % VM_LAUNCH_TAIL_LINES]);
+}
+
+/* Keep the logs of a VM that failed under ~/.berth/runs/<boot id>/, where its boot
+ * evidence is, before its run dir goes. */
+static void keep_logs(const VmLaunch *l)
+{
+	_cleanup_(json_decrefp) json_t *vm = vm_json_load(l->run_dir);
+	_cleanup_free_ char *home = berth_home(), *dir = NULL;
+	const char *boot = json_string_value(json_object_get(vm, "bootId"));
+	static const char *const files[] = {"vmm.log", "console.log"};
+
+	if (!boot || !home || asprintf(&dir, "%s/runs/%s", home, boot) < 0 ||
+	    mkdir_p(dir, 0700) < 0)
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		_cleanup_free_ char *from = NULL, *to = NULL, *text = NULL;
+
+		if (asprintf(&from, "%s/%s", l->run_dir, files[i]) < 0 ||
+		    asprintf(&to, "%s/%s", dir, files[i]) < 0 ||
+		    read_file_tail(from, 4 * 1024 * 1024, &text) < 0)
+			continue;
+		(void)write_file_atomic(to, text, strlen(text), 0600);
+	}
+	fprintf(stderr, "%sthe logs of that boot are kept in %s\n", l->prefix, dir);
+}
+
+/* The command gives up on the VM it started: nothing of it may stay behind. */
+static void give_up(VmLaunch *l)
+{
+	pid_t pid;
+
+	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING)
+		(void)vm_launch_stop(l);
+	if (rundir_inspect(l->run_dir, &pid) != RUNDIR_ABSENT) {
+		keep_logs(l);
+		(void)rundir_remove(l->run_dir);
+	}
+}
+
+/* What berth-vmm printed, without the JSON lines it reports to its launcher. */
+static void print_vmm_output(const VmLaunch *l, char *out)
+{
+	char *save = NULL;
+
+	for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (line[0] != '{' && !streq(line, "ok"))
+			fprintf(stderr, "%s%s\n", l->prefix, line);
+}
+
+static void report_failure(VmLaunch *l, int r, const char *reason)
+{
+	_cleanup_free_ char *failure = vm_failure_reason(l->run_dir);
+	char *largv[] = {"logs", l->vm_name, NULL};
+
+	if (failure || r == -ETIME) {
+		/* The VM itself failed, or never got anywhere: berth-vmm's log and the console
+		 * say why. */
+		if (failure)
+			log_error("the VM failed: %s", failure);
+		else
+			log_error("the app was not ready within %u ms", l->boot_timeout_ms);
+		print_tail(l, "vmm.log", "berth-vmm's log");
+		print_tail(l, "console.log", "the guest console");
+		return;
+	}
+	/* The guest said what went wrong (an app exited, say): its log shows the app's own
+	 * output. */
+	log_error("%s; its log follows (berth vm logs %s)", reason, l->vm_name);
+	settle_failed_vm(l);
+	optind = 1;
+	(void)cmd_vm_logs(2, largv);
+}
+
 int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 {
 	_cleanup_free_ char *out = NULL, *secrets = NULL, *egress = NULL;
@@ -341,8 +485,9 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 	char *argv[VMM_ARGS_MAX + 14] = {l->vmm,  "run",	 "--name",  l->vm_name,
 					 "--app", l->bundle.dir, "--state", l->state};
 	size_t argc = 8;
-	char reason[512];
+	char reason[1024];
 	long long t0 = vm_launch_now_ms();
+	BootCancel cancel;
 	int status, r;
 
 	for (size_t i = 0; l->vmm_args && l->vmm_args[i]; i++) {
@@ -365,39 +510,60 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 		argv[argc++] = egress;
 		say(l, "egress: %s (berth-vmm checks every connection against these)", egress);
 	}
+	r = cancel_begin(l, &cancel);
+	if (r < 0)
+		return log_error_errno(r, "cannot watch for signals during the boot: %m");
 	r = write_secrets(l, &secrets);
 	if (r < 0)
-		return r;
+		goto out;
 	if (secrets) {
 		argv[argc++] = "--secrets";
 		argv[argc++] = secrets;
 	}
 	argv[argc] = NULL;
-	r = run_capture(argv, 120 * 1000, 1024 * 1024, &out, &status);
-	drop_secrets(secrets);
-	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		/* berth-vmm explains itself on stderr, which run_capture() discards: ask again. */
-		return log_error(
-			"berth-vmm could not start the VM; run '%s run --name %s --app %s --foreground --console-stderr' to see why",
-			l->vmm, l->vm_name, l->bundle.dir);
-	}
-	r = vm_wait_ready(l->run_dir, 1, (int)l->boot_timeout_ms, reason, sizeof(reason));
-	if (r < 0) {
-		char *largv[] = {"logs", l->vm_name, NULL};
+	/* berth-vmm returns once QEMU runs; the first start after a host boot also probes the
+	 * accelerators, which takes a few seconds. */
+	RunCapture rc = {.timeout_ms = VM_LAUNCH_VMM_START_TIMEOUT_MS,
+			 .max_bytes = 1024 * 1024,
+			 .with_stderr = true,
+			 .cancel_fd = cancel.fd};
 
-		if (r == -ETIME)
-			snprintf(reason, sizeof(reason), "the app was not ready within %u ms",
-				 l->boot_timeout_ms);
-		log_error("%s; its log follows (berth vm logs %s)", reason, l->vm_name);
-		settle_failed_vm(l);
-		optind = 1;
-		(void)cmd_vm_logs(2, largv);
-		return -EIO;
+	r = run_capture_opts(argv, &rc, &out, &status);
+	drop_secrets(secrets);
+	if (r == -ECANCELED) {
+		say(l, "interrupted while berth-vmm started the VM; stopping it");
+		give_up(l);
+		goto out;
+	}
+	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		print_vmm_output(l, out);
+		log_error(r == -ETIME ? "berth-vmm did not start the VM within %d s; see above"
+				      : "berth-vmm could not start the VM; see above",
+			  VM_LAUNCH_VMM_START_TIMEOUT_MS / 1000);
+		give_up(l);
+		r = -EIO;
+		goto out;
+	}
+	snprintf(reason, sizeof(reason), "the VM went away during its boot");
+	r = vm_wait_ready(l->run_dir, 1, (int)l->boot_timeout_ms, cancel.fd, reason,
+			  sizeof(reason));
+	if (r == -ECANCELED) {
+		say(l, "interrupted during the boot; stopping the VM");
+		give_up(l);
+		goto out;
+	}
+	if (r < 0) {
+		report_failure(l, r, reason);
+		give_up(l);
+		r = -EIO;
+		goto out;
 	}
 	*ret_ms = vm_launch_now_ms() - t0;
 	vm = vm_json_load(l->run_dir);
 	snprintf(ret_boot_id, 37, "%s", json_string_value(json_object_get(vm, "bootId")) ?: "?");
-	return 0;
+out:
+	cancel_end(&cancel);
+	return r;
 }
 
 void vm_launch_done(VmLaunch *l)

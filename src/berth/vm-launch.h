@@ -36,9 +36,15 @@ typedef struct VmLaunch {
 	char **vmm_args;     /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
 	EnvSet *env;	     /* --env and --env-file values (owned); NULL when none was given */
 	char **egress_allow; /* --egress-allow patterns from berth.yml (vm_egress_plan()) */
+	/* > 0: vm_launch_boot() gives up when this turns readable (berth mcp's boot thread).
+	 * 0: SIGINT, SIGTERM and SIGHUP do, for as long as the boot lasts. */
+	int cancel_fd;
 } VmLaunch;
 
 #define VM_LAUNCH_BOOT_TIMEOUT_MS_DEFAULT (180 * 1000)
+/* berth-vmm run returns once QEMU runs; the first start after a host boot probes first. */
+#define VM_LAUNCH_VMM_START_TIMEOUT_MS (180 * 1000)
+#define VM_LAUNCH_TAIL_LINES 12
 
 /*
  * vm_launch_load() - load @app_dir's berth.yml into @l and refuse what the VM cannot run
@@ -59,8 +65,14 @@ int vm_launch_prepare(VmLaunch *l);
 /* Bundle the app (again) into l->bundle. On failure @err says why. */
 int vm_launch_bundle(VmLaunch *l, char *err, size_t errlen);
 
-/* Start the VM with l->bundle and wait for the app's readiness; on failure print the
- * guest's log. *@ret_ms is the time it took, @ret_boot_id gets the boot id. */
+/*
+ * Start the VM with l->bundle and wait for the app's readiness. *@ret_ms is the time it
+ * took, @ret_boot_id gets the boot id. On failure it prints why (berth-vmm's reason and
+ * the last lines of its log and the console, or the guest's log when an app failed),
+ * stops the VM and removes its run dir, keeping the logs under ~/.berth/runs/<boot id>/:
+ * a boot this command gives up on leaves nothing running. Returns 0, -EIO, or -ECANCELED
+ * when l->cancel_fd or a signal cut it short (the VM is stopped then too).
+ */
 int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37]);
 
 /* Stop the VM gracefully (berth vm stop). */

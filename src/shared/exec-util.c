@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static _noreturn_ void exec_child(char *const argv[], int out_fd)
+static _noreturn_ void exec_child(char *const argv[], int out_fd, bool with_stderr)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	sigset_t none;
@@ -66,33 +67,38 @@ static _noreturn_ void exec_child(char *const argv[], int out_fd)
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
-	    dup2(null, STDERR_FILENO) < 0)
+	    dup2(with_stderr ? out_fd : null, STDERR_FILENO) < 0)
 		_exit(127);
 	execv(argv[0], argv);
 	_exit(127);
 }
 
-/* Read until EOF or @deadline; keep the first @max bytes in @buf (which has room for a NUL). */
-static int read_until(int fd, int64_t deadline, char *buf, size_t max, size_t *ret_len)
+/* Read until EOF, @deadline or @cancel_fd (when > 0) turning readable; keep the first @max
+ * bytes in @buf (which has room for a NUL). */
+static int read_until(int fd, int cancel_fd, int64_t deadline, char *buf, size_t max,
+		      size_t *ret_len)
 {
 	char scratch[4096];
 	size_t len = 0;
 
 	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+				      {.fd = cancel_fd > 0 ? cancel_fd : -1, .events = POLLIN}};
 		int64_t left = deadline - now_ms();
 		ssize_t n;
 		int r;
 
 		if (left <= 0)
 			return -ETIME;
-		r = poll(&p, 1, (int)MIN(left, (int64_t)INT32_MAX));
+		r = poll(p, 2, (int)MIN(left, (int64_t)INT32_MAX));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
 		if (r == 0)
 			return -ETIME;
+		if (p[1].revents)
+			return -ECANCELED;
 		if (len < max)
 			n = read(fd, buf + len, max - len);
 		else
@@ -133,9 +139,24 @@ static int reap_until(pid_t pid, int64_t deadline, int *ret_status)
 int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret_out,
 		int *ret_status)
 {
+	RunCapture o = {.timeout_ms = timeout_ms, .max_bytes = max_bytes};
+	char *out = NULL;
+	int r = run_capture_opts(argv, &o, &out, ret_status);
+
+	if (r < 0) {
+		free(out);
+		return r;
+	}
+	*ret_out = out;
+	return 0;
+}
+
+int run_capture_opts(char *const argv[], const RunCapture *o, char **ret_out, int *ret_status)
+{
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int rfd = -EBADF;
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = now_ms() + o->timeout_ms;
+	size_t max_bytes = o->max_bytes;
 	int pipefd[2], status = 0, r, k;
 	size_t len = 0;
 	pid_t pid;
@@ -152,16 +173,22 @@ int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret
 		return -errno;
 	}
 	if (pid == 0)
-		exec_child(argv, pipefd[1]);
+		exec_child(argv, pipefd[1], o->with_stderr);
 	safe_close(pipefd[1]);
 	rfd = pipefd[0];
-	r = read_until(rfd, deadline, buf, max_bytes, &len);
+	r = read_until(rfd, o->cancel_fd, deadline, buf, max_bytes, &len);
 	if (r < 0)
 		deadline = now_ms(); /* kill it now rather than wait for it */
 	rfd = safe_close(rfd);
 	k = reap_until(pid, deadline, &status);
-	if (r < 0)
+	if (r < 0) {
+		/* What it said before it was stopped is still worth showing. */
+		if (ret_out) {
+			buf[len] = '\0';
+			*ret_out = TAKE_PTR(buf);
+		}
 		return r;
+	}
 	if (k < 0)
 		return k;
 	buf[len] = '\0';

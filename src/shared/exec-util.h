@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -26,3 +27,17 @@ int find_executable_in_path(const char *name, char **ret_path);
  */
 int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret_out,
 		int *ret_status);
+
+/* run_capture()'s settings, for the callers that need more than a deadline and a cap. */
+typedef struct RunCapture {
+	int timeout_ms;
+	size_t max_bytes;
+	bool with_stderr; /* the child's standard error into the same buffer */
+	int cancel_fd;	  /* > 0: the child is killed when this turns readable (-ECANCELED) */
+} RunCapture;
+
+/*
+ * run_capture_opts() - run_capture() with @o. After a timeout or a cancel *@ret_out
+ * (when not NULL) still holds what the child printed until then; otherwise as above.
+ */
+int run_capture_opts(char *const argv[], const RunCapture *o, char **ret_out, int *ret_status);

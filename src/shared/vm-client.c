@@ -36,13 +36,13 @@ int vm_socket_connect(const char *run_dir, const char *socket_name)
 
 void line_reader_init(LineReader *r, int fd)
 {
-	*r = (LineReader){.fd = fd};
+	*r = (LineReader){.fd = fd, .cancel_fd = -EBADF};
 }
 
 void line_reader_done(LineReader *r)
 {
 	free(r->buf);
-	*r = (LineReader){.fd = -EBADF};
+	*r = (LineReader){.fd = -EBADF, .cancel_fd = -EBADF};
 }
 
 static long long now_ms(void)
@@ -67,7 +67,9 @@ int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
 		r->len -= used;
 	}
 	for (;;) {
-		struct pollfd p = {.fd = r->fd, .events = POLLIN};
+		struct pollfd p[2] = {
+			{.fd = r->fd, .events = POLLIN},
+			{.fd = r->cancel_fd > 0 ? r->cancel_fd : -1, .events = POLLIN}};
 		long long left = deadline < 0 ? -1 : deadline - now_ms();
 		ssize_t n;
 
@@ -92,12 +94,14 @@ int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
 			r->buf = b;
 			r->alloc = want;
 		}
-		n = poll(&p, 1, left < 0 ? (deadline < 0 ? -1 : 0) : (int)left);
+		n = poll(p, 2, left < 0 ? (deadline < 0 ? -1 : 0) : (int)left);
 		polled = true;
 		if (n < 0 && errno != EINTR)
 			return -errno;
 		if (n <= 0)
 			continue;
+		if (p[1].revents)
+			return -ECANCELED;
 		n = read(r->fd, r->buf + r->len, r->alloc - r->len);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
@@ -182,7 +186,16 @@ static void describe_failure(json_t *ev, char *reason, size_t size)
 			 app, json_integer_value(json_object_get(ev, "signal")));
 }
 
-int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *reason,
+char *vm_failure_reason(const char *run_dir)
+{
+	_cleanup_(json_decrefp) json_t *vm = vm_json_load(run_dir);
+	const char *reason =
+		json_string_value(json_object_get(json_object_get(vm, "failure"), "reason"));
+
+	return reason ? strdup(reason) : NULL;
+}
+
+int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int cancel_fd, char *reason,
 		  size_t reason_size)
 {
 	long long deadline = now_ms() + timeout_ms;
@@ -197,6 +210,7 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *re
 	if (fd < 0)
 		return fd;
 	line_reader_init(&lr, fd);
+	lr.cancel_fd = cancel_fd;
 	for (;;) {
 		long long left = deadline - now_ms();
 		const char *event;
@@ -207,10 +221,17 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *re
 			break;
 		}
 		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
-		if (r <= 0) {
-			r = r == 0 ? -EIO : r;
+		if (r == 0) {
+			/* berth-vmm closed us: it failed the VM, and vm.json says why. */
+			_cleanup_free_ char *failure = vm_failure_reason(run_dir);
+
+			if (failure)
+				snprintf(reason, reason_size, "%s", failure);
+			r = -EIO;
 			break;
 		}
+		if (r < 0)
+			break;
 		ev = json_loads(line, 0, NULL);
 		event = json_string_value(json_object_get(ev, "event"));
 		if (!event) {

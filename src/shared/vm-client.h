@@ -18,6 +18,7 @@
 
 typedef struct LineReader {
 	int fd;
+	int cancel_fd; /* > 0: a wait ends with -ECANCELED when this turns readable */
 	char *buf;
 	size_t len, alloc;
 } LineReader;
@@ -30,7 +31,8 @@ void line_reader_done(LineReader *r);
 /*
  * line_reader_next() - the next line (NUL-terminated, no newline) within @timeout_ms
  * (-1: no limit). The pointer stays valid until the next call.
- * Returns 1 with a line, 0 at EOF, -ETIME on timeout, -EMSGSIZE for a line over VM_LINE_MAX.
+ * Returns 1 with a line, 0 at EOF, -ETIME on timeout, -EMSGSIZE for a line over VM_LINE_MAX,
+ * -ECANCELED when r->cancel_fd turned readable.
  */
 int line_reader_next(LineReader *r, int timeout_ms, char **ret_line);
 
@@ -47,7 +49,12 @@ json_t *vm_json_load(const char *run_dir);
 /*
  * vm_wait_ready() - follow the boot events on the control port until boot_complete and
  * app_ready for @n_apps apps. Returns 0; -EIO when the boot failed, an app exited before it
- * was ready or the VM went away (the reason in @reason); -ETIME after @timeout_ms.
+ * was ready or the VM went away (the reason in @reason: berth-vmm's own, from vm.json, when
+ * it failed the VM); -ETIME after @timeout_ms; -ECANCELED when @cancel_fd (if > 0) turned
+ * readable.
  */
-int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *reason,
+int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int cancel_fd, char *reason,
 		  size_t reason_size);
+
+/* Why berth-vmm failed the VM of @run_dir (vm.json's failure.reason), or NULL. malloc()ed. */
+char *vm_failure_reason(const char *run_dir);

@@ -4,6 +4,8 @@
 # Everything the build writes gets this timestamp, so equal inputs give equal bytes.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 BERTH_CACHE=${BERTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth}
+# Files the build writes get their modes from the recipe, not from the caller's umask.
+umask 022
 
 say() { printf '%s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -34,17 +34,20 @@ install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
 install -m 0755 -s "$build/src/agent-init/agent-init" "$tree/usr/sbin/agent-init"
 install -m 0755 -s "$build/src/egress-broker/egress-broker" "$tree/usr/sbin/egress-broker"
 # The Python SDK, so that Python apps need only their own files in their share. Byte-compiled
-# in the image's own Python, with hashes rather than mtimes (the image is read-only).
+# in the image's own Python, with hashes rather than mtimes (the image is read-only). The
+# modes are set here: a checkout's follow the umask of whoever cloned it.
 sdk_py="$here/../../sdk/python/berth_sdk"
 [ -f "$sdk_py/runtime.py" ] || die "$sdk_py is missing: the root image ships the Python SDK"
 site="$tree/usr/lib/python3/dist-packages"
 rm -rf "$site/berth_sdk"
-cp -r "$sdk_py" "$site/berth_sdk"
-find "$site/berth_sdk" -name __pycache__ -prune -exec rm -rf {} +
-chroot "$tree" /usr/bin/python3 -m compileall -q --invalidation-mode unchecked-hash \
-	/usr/lib/python3/dist-packages/berth_sdk >/dev/null
+(cd "$sdk_py" && find . -name __pycache__ -prune -o -type f -print0 | LC_ALL=C sort -z |
+	while IFS= read -r -d '' f; do install -D -m 0644 "$f" "$site/berth_sdk/$f"; done)
+find "$site/berth_sdk" -type d -exec chmod 0755 {} +
+# In an empty environment: PYTHONOPTIMIZE or PYTHONPYCACHEPREFIX would change what is written.
+chroot "$tree" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C.UTF-8 /usr/bin/python3 -m compileall -q \
+	--invalidation-mode unchecked-hash /usr/lib/python3/dist-packages/berth_sdk >/dev/null
 # Mount points berth-init needs on a read-only root.
-mkdir -p "$tree/workspace" "$tree/context" "$tree/state" "$tree/app"
+install -d -m 0755 "$tree/workspace" "$tree/context" "$tree/state" "$tree/app"
 
 lock="$(dirname "$stage")/packages.installed"
 cp "$lock" "$out/packages.lock"
@@ -53,6 +56,8 @@ if [ -f "$here/packages.lock" ] && ! cmp -s "$here/packages.lock" "$lock"; then
 	diff -u "$here/packages.lock" "$lock" | grep '^[-+][^-+]' | head -40 >&2 || true
 fi
 
+# mkfs.erofs sorts each directory and numbers inodes itself, and -T sets every timestamp:
+# the image depends neither on the source filesystem's readdir order nor on inode numbers.
 mkfs.erofs --quiet -zlz4hc -T"$SOURCE_DATE_EPOCH" -U "$uuid" "$out/rootfs.erofs.tmp" "$tree"
 mv "$out/rootfs.erofs.tmp" "$out/rootfs.erofs"
 t2=$(now_ms)

@@ -12,7 +12,7 @@ security=${BERTH_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 
 key=$(cat "$here/stage.sh" "$here/packages.txt" "$here/../lib.sh" | sha256sum | cut -c1-16)
 dest="$BERTH_CACHE/rootfs-stage/$key"
-if [ -d "$dest/tree" ] && [ -z "${BERTH_REFRESH_STAGE:-}" ]; then
+if [ -z "${BERTH_STAGE_ISOLATED:-}" ] && [ -d "$dest/tree" ] && [ -z "${BERTH_REFRESH_STAGE:-}" ]; then
 	say "rootfs stage: cached ($dest)"
 	printf '%s\n' "$dest/tree"
 	exit 0
@@ -20,6 +20,27 @@ fi
 
 [ "$(id -u)" = 0 ] || die "building the root image needs root (debootstrap and chroot): run it with sudo"
 command -v debootstrap >/dev/null || die "debootstrap is missing: run scripts/setup.sh"
+
+# The tree must not depend on the machine. debootstrap and every maintainer script in the
+# chroot inherit the caller's environment: PYTHONDONTWRITEBYTECODE decides whether
+# py3compile or an import writes debpython's .pyc files (checked-hash or timestamp ones),
+# PYTHONOPTIMIZE and PYTHONPYCACHEPREFIX change which .pyc files are written, a TMPDIR
+# that does not exist in the chroot breaks ca-certificates' postinst, and the umask sets
+# the modes of every file a script writes. So the stage runs in a fixed environment, under
+# its own hostname (UTS namespace), with umask 022 (vm/lib.sh). PYTHONDONTWRITEBYTECODE=1:
+# only explicit byte-compilation writes .pyc files, never an import.
+if [ -z "${BERTH_STAGE_ISOLATED:-}" ]; then
+	keep=()
+	for v in http_proxy https_proxy no_proxy; do
+		[ -n "${!v:-}" ] && keep+=("$v=${!v}")
+	done
+	exec env -i BERTH_STAGE_ISOLATED=1 PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+		LC_ALL=C.UTF-8 TZ=UTC PYTHONDONTWRITEBYTECODE=1 SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" \
+		BERTH_CACHE="$BERTH_CACHE" \
+		BERTH_DEBIAN_MIRROR="$mirror" BERTH_DEBIAN_SECURITY_MIRROR="$security" "${keep[@]}" \
+		unshare --uts -- bash "$here/stage.sh"
+fi
+hostname berth
 t0=$(now_ms)
 mkdir -p "$BERTH_CACHE/rootfs-stage"
 work=$(mktemp -d "$BERTH_CACHE/rootfs-stage/tmp.XXXXXX")
@@ -45,8 +66,9 @@ chroot "$tree" /usr/bin/env DEBIAN_FRONTEND=noninteractive apt-get -q -y upgrade
 
 # Byte-compile Python with hashes instead of source mtimes: the image is read-only, so
 # stale .pyc files would be recompiled in memory on every start, and mtimes vary by build.
+# Every .pyc in the tree is rewritten here, whoever wrote it first.
 chroot "$tree" /usr/bin/python3 -m compileall -q -f --invalidation-mode unchecked-hash \
-	/usr/lib/python3 /usr/lib/python3.11 >/dev/null 2>&1 || true
+	/usr/lib/python3 /usr/lib/python3.11 /usr/share/python3 >/dev/null 2>&1 || true
 chroot "$tree" dpkg-query -W -f '${Package} ${Version}\n' | LC_ALL=C sort > "$work/packages.installed"
 umount "$tree/proc"
 

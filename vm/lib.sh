@@ -6,6 +6,7 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 BERTH_CACHE=${BERTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth}
 # Files the build writes get their modes from the recipe, not from the caller's umask.
 umask 022
+berth_vm=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 say() { printf '%s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -45,3 +46,8 @@ fetch_deb() {
 
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 size_of() { stat -c %s "$1"; }
+# recipe FILE...: one hash of the scripts and lists an artifact is made by. It goes into
+# the artifact's tree record, so that a change to them is told apart from a machine's.
+recipe() { cat "$@" | sha256sum | cut -c1-16; }
+# host_version PACKAGE: the host tool's Debian version, for the tree record's header.
+host_version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo unknown; }

@@ -3,7 +3,8 @@
 # Build the guest kernel artifacts: Debian's cloud kernel as the uncompressed vmlinux that
 # QEMU's microvm boots through PVH, and the initramfs that loads the modules the cloud kernel
 # lacks and switches to the erofs root. Usage: vm/kernel/build.sh OUT_DIR
-# Writes OUT_DIR/vmlinux, OUT_DIR/initrd.cpio and OUT_DIR/manifest-kernel.json.
+# Writes OUT_DIR/vmlinux, OUT_DIR/initrd.cpio, OUT_DIR/manifest-kernel.json and
+# OUT_DIR/initrd-tree.lock, the record of every file of the initramfs (vm/tree-lock.py).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -64,6 +65,11 @@ for m in $(grep -v '^#' "$here/modules.list"); do
 		modules+=("$n")
 	done < <(modprobe -d "$work/k" -S "$release" --show-depends "$m" | awk '$1 == "insmod" { print $2 }')
 done
+python3 "$here/../tree-lock.py" write "$st" --source /init --source /modules.list \
+	--meta recipe="$(recipe "$here/build.sh" "$here/initramfs-init" "$here/modules.list" \
+		"$here/extract-vmlinux.py" "$here/../lib.sh" "$here/../tree-lock.py")" \
+	--meta packages="$kpkg $(dpkg-deb -f "$kdeb" Version), busybox-static $(dpkg-deb -f "$bbdeb" Version)" \
+	--meta cpio="$(host_version cpio)" > "$out/initrd-tree.lock"
 find "$st" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 (cd "$st" && find . -print0 | LC_ALL=C sort -z |
 	cpio --null -o -H newc --quiet --reproducible --owner=0:0) > "$out/initrd.cpio"

@@ -4,7 +4,8 @@
 # binaries, packed with mkfs.erofs so that equal inputs give equal bytes.
 # Usage: vm/rootfs/build.sh OUT_DIR BUILD_DIR
 #   BUILD_DIR is the meson build directory holding the guest binaries.
-# Writes OUT_DIR/rootfs.erofs, OUT_DIR/manifest-rootfs.json and OUT_DIR/packages.lock.
+# Writes OUT_DIR/rootfs.erofs, OUT_DIR/manifest-rootfs.json, OUT_DIR/packages.lock and
+# OUT_DIR/tree.lock, the record of every file of the tree that is packed (vm/tree-lock.py).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -30,6 +31,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/berth-rootfs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 tree="$work/tree"
 cp -a "$stage" "$tree"
+# What this source tree adds to the Debian stage (the tree record's "# source:" paths).
+source_paths=(/sbin/berth-init /usr/sbin/agent-init /usr/sbin/egress-broker
+	/usr/lib/python3/dist-packages/berth_sdk /workspace /context /state /app)
 install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
 install -m 0755 -s "$build/src/agent-init/agent-init" "$tree/usr/sbin/agent-init"
 install -m 0755 -s "$build/src/egress-broker/egress-broker" "$tree/usr/sbin/egress-broker"
@@ -55,6 +59,17 @@ if [ -f "$here/packages.lock" ] && ! cmp -s "$here/packages.lock" "$lock"; then
 	drift "root image packages" "vm/rootfs/packages.lock" "$out/packages.lock"
 	diff -u "$here/packages.lock" "$lock" | grep '^[-+][^-+]' | head -40 >&2 || true
 fi
+
+# The record of the exact tree that is packed, with what it was made by: the recipe
+# (the scripts and lists of the image), and the host tools.
+args=()
+for p in "${source_paths[@]}"; do args+=(--source "$p"); done
+made_by=$(recipe "$here/stage.sh" "$here/packages.txt" "$here/../lib.sh" "$here/build.sh" \
+	"$here/../tree-lock.py")
+python3 "$here/../tree-lock.py" write "$tree" "${args[@]}" --meta recipe="$made_by" \
+	--meta debootstrap="$(cat "$(dirname "$stage")/debootstrap.version" 2>/dev/null || echo unknown)" \
+	--meta mkfs.erofs="$(host_version erofs-utils)" > "$out/tree.lock.tmp"
+mv "$out/tree.lock.tmp" "$out/tree.lock"
 
 # mkfs.erofs sorts each directory and numbers inodes itself, and -T sets every timestamp:
 # the image depends neither on the source filesystem's readdir order nor on inode numbers.

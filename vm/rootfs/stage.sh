@@ -86,6 +86,7 @@ sed -i -E 's/^([^:]*:[^:]*:)[0-9]+:/\1'$((SOURCE_DATE_EPOCH / 86400))':/' "$tree
 rm -rf "$dest"
 mkdir -p "$dest"
 mv "$work/packages.installed" "$dest/packages.installed"
+host_version debootstrap > "$dest/debootstrap.version"
 mv "$tree" "$dest/tree"
 say "rootfs stage: built in $(( $(now_ms) - t0 )) ms ($dest)"
 printf '%s\n' "$dest/tree"

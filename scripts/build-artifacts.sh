@@ -3,6 +3,11 @@
 # Build the guest kernel, initramfs and root image into out/artifacts, compare them with
 # the pins in vm/*/manifest.json, and report any drift loudly.
 #
+# A drift is expected when Debian's archive moved or the guest code or recipe changed; the
+# tree records (vm/rootfs/tree.lock, vm/kernel/initrd-tree.lock) tell which. When nothing
+# the artifact is made of changed, the build depends on the machine: that is written to
+# out/artifacts/repro-failure.txt, which fails the suite (see vm/lib.sh, docs/artifacts.md).
+#
 # When the fresh build differs from the pins (Debian's archive moved, or guest code
 # changed without a re-pin), BERTH_PINS=build rebuilds berth-vmm and the CLI with the
 # fresh build's pins so that tests run against what was just built; the default
@@ -12,21 +17,17 @@ cd "$(dirname "$0")/.."
 . vm/lib.sh
 out=out/artifacts
 mkdir -p "$out"
-export DRIFT_FILE="$PWD/$out/drift.txt"
+export DRIFT_FILE="$PWD/$out/drift.txt" REPRO_FILE="$PWD/$out/repro-failure.txt"
 : > "$DRIFT_FILE"
+: > "$REPRO_FILE"
 
 # Pack the guest binaries as they are in the source tree now.
 scripts/build.sh
 vm/kernel/build.sh "$out"
 vm/rootfs/build.sh "$out" build
 
-pinned() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(m[sys.argv[2]]['sha256'])" "$@"; }
-for pair in "kernel kernel" "kernel initrd" "rootfs rootfs"; do
-	set -- $pair
-	want=$(pinned "vm/$1/manifest.json" "$2")
-	got=$(pinned "$out/manifest-$1.json" "$2")
-	[ "$want" = "$got" ] || drift "$2 image" "$want" "$got"
-done
+check_kernel_pin "$out"
+check_rootfs_pin "$out"
 
 if [ -s "$DRIFT_FILE" ]; then
 	if [ "${BERTH_PINS:-repo}" = build ]; then
@@ -38,4 +39,8 @@ if [ -s "$DRIFT_FILE" ]; then
 	fi
 else
 	say "pins: the fresh build matches vm/kernel/manifest.json and vm/rootfs/manifest.json"
+fi
+if [ -s "$REPRO_FILE" ]; then
+	say "REPRODUCIBILITY FAILURE (written to $out/repro-failure.txt, fails scripts/test.sh):"
+	cat "$REPRO_FILE" >&2
 fi

@@ -17,4 +17,10 @@ if [ -s out/artifacts/drift.txt ]; then
 	echo "NOTE: the artifacts differ from the reviewed pins (see out/artifacts/drift.txt):"
 	cat out/artifacts/drift.txt
 fi
+if [ -s out/artifacts/repro-failure.txt ]; then
+	echo "FAIL: the artifacts differ from the pins although nothing they are made of changed;"
+	echo "the build depends on the machine (out/artifacts/repro-failure.txt names the files):"
+	cat out/artifacts/repro-failure.txt
+	status=1
+fi
 exit $status

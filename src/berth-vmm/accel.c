@@ -150,7 +150,7 @@ json_t *accel_verdict_to_json(const AccelVerdict *v)
 json_t *accel_choice_to_json(const AccelChoice *c)
 {
 	json_t *o =
-		json_pack("{s:s, s:s, s:s, s:s}", "mode", accel_mode_to_string(c->mode), "source",
+		json_pack("{s:s?, s:s, s:s?, s:s}", "mode", accel_mode_to_string(c->mode), "source",
 			  c->source, "chosen", accel_to_string(c->accel), "reason", c->reason);
 
 	if (c->have_verdict)

@@ -78,6 +78,7 @@ typedef struct Serve {
 	int console_fd;
 	uint64_t last_progress;
 	char panic[512];
+	char qemu_last[512]; /* QEMU's last line on standard error */
 	int guest_exit_code;
 	int qemu_code, qemu_status;
 	json_t *evidence; /* the guest's boot events, in order */
@@ -135,10 +136,12 @@ static void on_qemu_line(const char *line, size_t len, void *userdata)
 
 	log_info("qemu: %s", line);
 	(void)linebuf_append(s->qemu_tail, line, len);
+	if (len > 0)
+		snprintf(s->qemu_last, sizeof(s->qemu_last), "%s", line);
 	progress(s);
 	if (!vm_diag_qemu_line(line, reason, sizeof(reason)))
 		return;
-	if (s->vmm->vm.accel == ACCEL_KVM)
+	if (s->vmm->vm.accel == ACCEL_KVM || strstr(reason, "KVM"))
 		snprintf(full, sizeof(full), "QEMU reported: %s. " VM_DIAG_KVM_HINT, reason);
 	else
 		snprintf(full, sizeof(full), "QEMU reported: %s", reason);
@@ -401,7 +404,10 @@ static int try_connect_mux(EvSource *src, uint64_t usec, void *userdata)
 		return 0;
 	}
 	safe_close(fd);
-	if (ev_time_now() > s->connect_deadline || s->qemu_gone) {
+	/* QEMU's exit is reported by on_qemu_gone_settled(), with its own reason. */
+	if (s->qemu_gone)
+		return 0;
+	if (ev_time_now() > s->connect_deadline) {
 		char reason[256];
 
 		snprintf(reason, sizeof(reason), "QEMU never opened its channel socket %s",
@@ -447,8 +453,8 @@ static int on_qemu_gone_settled(EvSource *src, uint64_t usec, void *userdata)
 				 s->qemu_status);
 		else if (s->qemu_code == CLD_EXITED)
 			snprintf(reason, sizeof(reason),
-				 "QEMU exited with status %d before the guest powered off",
-				 s->qemu_status);
+				 "QEMU exited with status %d before the guest powered off%s%.400s",
+				 s->qemu_status, s->qemu_last[0] ? ": " : "", s->qemu_last);
 		else
 			snprintf(reason, sizeof(reason),
 				 "QEMU was killed by signal %d before the guest powered off",

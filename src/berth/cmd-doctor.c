@@ -32,16 +32,17 @@
 
 #define QEMU_BINARY "qemu-system-x86_64"
 #define TOOL_TIMEOUT_MS 10000
+#define PROBE_TIMEOUT_MS (150 * 1000) /* berth-vmm accel: two probe boots at most */
 #define TOOL_OUTPUT_MAX (64 * 1024)
 #define LANDLOCK_ABI_FULL 6 /* what berth-vmm confines itself with: files, TCP, scopes */
 
 typedef enum CheckId {
-	CHECK_HYPERVISOR,
 	CHECK_QEMU,
 	CHECK_VMM,
 	CHECK_PINS,
 	CHECK_ARTIFACTS,
 	CHECK_LANDLOCK,
+	CHECK_ACCELERATOR, /* last: its probe boots what the others checked */
 	_CHECK_ID_MAX,
 } CheckId;
 
@@ -74,6 +75,7 @@ typedef struct Check {
 	char *detail;
 	char *remedy; /* what to do, NULL when nothing needs doing */
 	char *reason; /* the short form the verdict quotes */
+	char *more;   /* further lines of detail, "\n"-separated, or NULL */
 } Check;
 
 /* One run of the doctor: the checks in output order and what they found out. */
@@ -81,12 +83,13 @@ typedef struct Report {
 	const char *sandbox;
 	Check checks[_CHECK_ID_MAX];
 	size_t n_checks;
-	bool kvm;
-	char *vmm; /* berth-vmm's path, NULL when none was found */
+	char *qemu; /* the QEMU program the settings name (vm.qemu, BERTH_QEMU) */
+	char *vmm;  /* berth-vmm's path, NULL when none was found */
 	bool have_pins;
 	PinSet pins; /* berth-vmm's own pins when have_pins */
 	bool ready;
 	const char *accelerator; /* "kvm", "tcg", NULL when nothing can boot */
+	json_t *accel;		 /* berth-vmm accel --json: the choice and its probe */
 	char *verdict;
 	char *reasons[_CHECK_ID_MAX];
 	size_t n_reasons;
@@ -173,42 +176,12 @@ static void report_done(Report *r)
 		free(r->checks[i].detail);
 		free(r->checks[i].remedy);
 		free(r->checks[i].reason);
+		free(r->checks[i].more);
 	}
+	json_decref(r->accel);
+	free(r->qemu);
 	free(r->vmm);
 	free(r->verdict);
-}
-
-/* 1. KVM, or TCG emulation when /dev/kvm cannot be opened read-write (as berth-vmm decides). */
-static void check_hypervisor(Report *r)
-{
-	Check *c = &r->checks[CHECK_HYPERVISOR];
-	struct passwd *pw;
-	int fd, e;
-
-	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (fd >= 0) {
-		safe_close(fd);
-		r->kvm = true;
-		c->title = "Hypervisor (KVM)";
-		check_set(c, CHECK_OK, "/dev/kvm");
-		return;
-	}
-	e = errno;
-	c->title = "Hypervisor (TCG emulation)";
-	check_set(
-		c, CHECK_WARN,
-		"/dev/kvm: %s. QEMU will emulate the CPU, so a VM boots in seconds instead of well under a second; the guest is as isolated as under KVM, and the same pinned kernel enforces Landlock",
-		strerror(e));
-	if (e == EACCES || e == EPERM) {
-		pw = getpwuid(getuid());
-		check_remedy(
-			c,
-			"let this user open /dev/kvm: sudo usermod -aG kvm %s, then log in again",
-			pw ? pw->pw_name : "$USER");
-	} else
-		check_remedy(
-			c,
-			"enable KVM: turn on VT-x/AMD-V in the firmware (or nested virtualization for a cloud VM) and load the module (sudo modprobe kvm_intel, or kvm_amd), then let this user open /dev/kvm read-write (the kvm group)");
 }
 
 static bool lists_microvm(const char *machine_help)
@@ -244,7 +217,8 @@ static char *qemu_version(const char *qemu)
 	return strndup(p, strcspn(p, " \n"));
 }
 
-/* 2. berth-vmm execs qemu-system-x86_64 from PATH and asks for -machine microvm. */
+/* 1. berth-vmm execs the QEMU its settings name (qemu-system-x86_64 from PATH) and asks
+ * for -machine microvm. */
 static void check_qemu(Report *r)
 {
 	Check *c = &r->checks[CHECK_QEMU];
@@ -252,7 +226,16 @@ static void check_qemu(Report *r)
 	int k, status;
 
 	c->title = "QEMU with microvm";
-	if (find_executable_in_path(QEMU_BINARY, &qemu) < 0) {
+	if (strchr(r->qemu, '/') ? access(r->qemu, X_OK) < 0 || !(qemu = strdup(r->qemu))
+				 : find_executable_in_path(r->qemu, &qemu) < 0) {
+		if (!streq(r->qemu, QEMU_BINARY)) {
+			check_set(c, CHECK_FAIL, "%s (BERTH_QEMU or vm.qemu) is not a program",
+				  r->qemu);
+			check_remedy(c, "point BERTH_QEMU or vm.qemu at qemu-system-x86_64, or "
+					"unset it");
+			check_reason(c, "no QEMU at %s", r->qemu);
+			return;
+		}
 		check_set(c, CHECK_FAIL, QEMU_BINARY " is not in PATH");
 		check_remedy(c, "install QEMU: sudo apt-get install qemu-system-x86");
 		check_reason(c, "no " QEMU_BINARY " in PATH");
@@ -316,7 +299,7 @@ static void canonicalize(char **path)
 	*path = p;
 }
 
-/* 3. The same search berth uses to start VMs. */
+/* 2. The same search berth uses to start VMs. */
 static void check_vmm(Report *r, const BerthConfig *cfg)
 {
 	Check *c = &r->checks[CHECK_VMM];
@@ -343,7 +326,7 @@ static void check_vmm(Report *r, const BerthConfig *cfg)
 	check_set(c, CHECK_OK, "%s", r->vmm);
 }
 
-/* 4. What this berth-vmm will agree to boot; it refuses anything else. */
+/* 3. What this berth-vmm will agree to boot; it refuses anything else. */
 static void check_pins(Report *r)
 {
 	Check *c = &r->checks[CHECK_PINS];
@@ -431,7 +414,7 @@ static void inspect_artifact(const PinSet *pins, const char *vm_dir, ArtifactKin
 	}
 }
 
-/* 5. The files berth-vmm will look for, hashed as berth-vmm will hash them before a boot. */
+/* 4. The files berth-vmm will look for, hashed as berth-vmm will hash them before a boot. */
 static void check_artifacts(Report *r)
 {
 	Check *c = &r->checks[CHECK_ARTIFACTS];
@@ -485,7 +468,7 @@ static const char *landlock_missing_rights(int abi)
 	return "socket and signal scopes need ABI 6 (Linux 6.12)";
 }
 
-/* 6. berth-vmm confines itself with Landlock on the host; see whether that would bite. */
+/* 5. berth-vmm confines itself with Landlock on the host; see whether that would bite. */
 static void check_landlock(Report *r)
 {
 	Check *c = &r->checks[CHECK_LANDLOCK];
@@ -537,6 +520,120 @@ static void check_landlock(Report *r)
 		"boot a host kernel of 5.13 or later with CONFIG_SECURITY_LANDLOCK=y and landlock in its lsm= list (e.g. lsm=landlock,lockdown,yama,integrity,apparmor); for debugging only, run berth-vmm with --no-host-sandbox");
 }
 
+/* One accelerator's probe, as a line under the check. */
+static void describe_trial(Check *c, const char *name, json_t *t, bool chosen)
+{
+	const char *why = json_string_value(json_object_get(t, "why")) ?: "";
+	long long ms = json_integer_value(json_object_get(t, "ms"));
+
+	if (!json_is_true(json_object_get(t, "usable")))
+		append(&c->more, "\n", "%s: not usable (%s)", name, why);
+	else if (!json_is_true(json_object_get(t, "tried")))
+		append(&c->more, "\n", "%s: not probed", name);
+	else if (json_is_true(json_object_get(t, "booted")))
+		append(&c->more, "\n", "%s: booted the probe in %lld ms%s", name, ms,
+		       chosen ? " (chosen)" : "");
+	else
+		append(&c->more, "\n", "%s: %s after %lld ms: %s%s", name,
+		       json_is_true(json_object_get(t, "outpaced")) ? "cut off" : "failed", ms, why,
+		       chosen ? " (chosen as asked)" : "");
+}
+
+/*
+ * 6. The accelerator, by the probe boot berth-vmm runs once per host boot (or its cached
+ * verdict): a /dev/kvm that opens proves nothing, only a VM that booted does.
+ */
+static void check_accelerator(Report *r)
+{
+	Check *c = &r->checks[CHECK_ACCELERATOR];
+	_cleanup_free_ char *out = NULL;
+	json_t *probe, *trials, *kvm;
+	const char *chosen, *summary;
+	struct passwd *pw;
+	int k, status;
+
+	c->title = "Accelerator";
+	for (int i = 0; i < CHECK_ACCELERATOR; i++)
+		if (r->checks[i].status == CHECK_FAIL || r->checks[i].status == CHECK_UNKNOWN) {
+			check_set(c, CHECK_UNKNOWN,
+				  "not probed: a probe boots the pinned kernel with berth-vmm, and "
+				  "the checks above did not pass");
+			check_remedy(c,
+				     "fix what the checks above say, then run berth doctor again");
+			check_reason(c, "accelerator not probed");
+			return;
+		}
+	k = run_capture((char *const[]){r->vmm, (char *)"accel", (char *)"--json", NULL},
+			PROBE_TIMEOUT_MS, TOOL_OUTPUT_MAX, &out, &status);
+	r->accel = k >= 0 ? json_loads(out, 0, NULL) : NULL;
+	if (!json_is_object(r->accel)) {
+		check_set(c, CHECK_FAIL, "`%s accel --json` %s", r->vmm,
+			  k == -ETIME ? "did not finish in time"
+			  : k < 0     ? strerror(-k)
+				      : "printed no verdict");
+		check_remedy(c, "run `%s accel` to see why", r->vmm);
+		check_reason(c, "the accelerator probe did not run");
+		return;
+	}
+	probe = json_object_get(r->accel, "probe");
+	trials = json_object_get(probe, "trials");
+	kvm = json_object_get(trials, "kvm");
+	chosen = json_string_value(json_object_get(r->accel, "chosen"));
+	summary = json_string_value(json_object_get(r->accel, "reason")) ?: "";
+	if (trials) {
+		describe_trial(c, "tcg", json_object_get(trials, "tcg"),
+			       chosen && streq(chosen, "tcg"));
+		describe_trial(c, "kvm", kvm, chosen && streq(chosen, "kvm"));
+		append(&c->more, "\n", "probed %s%s (berth-vmm accel --reprobe probes again)",
+		       json_string_value(json_object_get(probe, "probedAt")) ?: "?",
+		       json_is_true(json_object_get(probe, "cached")) ? ", cached until the host "
+									"reboots or QEMU or "
+									"the kernel changes"
+								      : "");
+	}
+	if (!chosen) {
+		check_set(c, CHECK_FAIL, "%s",
+			  json_string_value(json_object_get(r->accel, "error")) ?: "no verdict");
+		check_remedy(c,
+			     "run `%s accel` for the details; BERTH_ACCEL or vm.accel may ask "
+			     "for an accelerator this host cannot boot",
+			     r->vmm);
+		check_reason(c, "no accelerator boots the pinned kernel here");
+		return;
+	}
+	r->accelerator = streq(chosen, "kvm") ? "kvm" : "tcg";
+	if (streq(chosen, "kvm")) {
+		c->title = "Accelerator (KVM)";
+		check_set(c, CHECK_OK, "%s", summary);
+		return;
+	}
+	c->title = "Accelerator (TCG emulation)";
+	check_set(c, CHECK_WARN,
+		  "%s. QEMU emulates the CPU, so a VM boots in seconds instead of well under a "
+		  "second; the guest is as isolated as under KVM, and the same pinned kernel "
+		  "enforces Landlock",
+		  summary);
+	if (!streq(json_string_value(json_object_get(r->accel, "mode")) ?: "", "auto"))
+		check_remedy(c, "TCG was asked for (%s); drop that setting to let Berth probe KVM",
+			     json_string_value(json_object_get(r->accel, "source")) ?: "?");
+	else if (kvm && json_is_true(json_object_get(kvm, "usable")))
+		check_remedy(c,
+			     "nothing to change: this host's KVM opens but does not run the guest "
+			     "faster than emulation (a nested or paravirtual KVM, say), so Berth "
+			     "uses TCG");
+	else if (strstr(json_string_value(json_object_get(kvm, "why")) ?: "", "ermission")) {
+		pw = getpwuid(getuid());
+		check_remedy(
+			c,
+			"let this user open /dev/kvm: sudo usermod -aG kvm %s, log in again, then "
+			"berth-vmm accel --reprobe",
+			pw ? pw->pw_name : "$USER");
+	} else
+		check_remedy(
+			c,
+			"enable KVM: turn on VT-x/AMD-V in the firmware (or nested virtualization for a cloud VM) and load the module (sudo modprobe kvm_intel, or kvm_amd), then let this user open /dev/kvm read-write (the kvm group)");
+}
+
 static void report_verdict(Report *r)
 {
 	_cleanup_free_ char *joined = NULL;
@@ -559,13 +656,16 @@ static void report_verdict(Report *r)
 			append(&joined, "; ", "%s", c->reason);
 		}
 	}
-	if (r->ready) {
-		r->accelerator = r->kvm ? "kvm" : "tcg";
-		r->verdict =
-			format("VM sandbox: READY (%s)", r->kvm ? "KVM" : "TCG emulation, slower");
-	} else
+	/* READY only when a VM of the chosen kind has booted: the probe did that. */
+	if (r->ready && r->accelerator)
+		r->verdict = format("VM sandbox: READY (%s)",
+				    streq(r->accelerator, "kvm") ? "KVM" : "TCG emulation, slower");
+	else {
+		r->ready = false;
+		r->accelerator = NULL;
 		r->verdict =
 			format("VM sandbox: NOT READY (%s)", joined ? joined : "no check passed");
+	}
 }
 
 static void print_human(const Report *r)
@@ -586,6 +686,12 @@ static void print_human(const Report *r)
 
 		printf("  %s %s %s\n", status_glyphs[c->status], c->title,
 		       c->detail ? c->detail : "(out of memory)");
+		for (const char *m = c->more; m && *m;) {
+			size_t n = strcspn(m, "\n");
+
+			printf("      %.*s\n", (int)n, m);
+			m += n + (m[n] == '\n');
+		}
 		if (c->remedy)
 			printf("      → %s\n", c->remedy);
 	}
@@ -599,6 +705,8 @@ static json_t *check_to_json(const Check *c)
 
 	if (o && c->remedy)
 		json_object_set_new(o, "remedy", json_string(c->remedy));
+	if (o && c->more)
+		json_object_set_new(o, "more", json_string(c->more));
 	return o;
 }
 
@@ -617,6 +725,8 @@ static int print_json(const Report *r)
 		json_array_append_new(reasons, json_string(r->reasons[i]));
 	for (size_t i = 0; i < r->n_checks; i++)
 		json_array_append_new(checks, check_to_json(&r->checks[i]));
+	if (r->accel)
+		json_object_set(doc, "accel", r->accel);
 	if (r->have_pins)
 		json_object_set_new(
 			doc, "pins",
@@ -643,21 +753,26 @@ static int report_emit(const Report *r, bool json)
 static void doctor_vm(Report *r, const BerthConfig *cfg)
 {
 	static const char *const ids[_CHECK_ID_MAX] = {
-		[CHECK_HYPERVISOR] = "hypervisor", [CHECK_QEMU] = "qemu",
-		[CHECK_VMM] = "berth-vmm",	   [CHECK_PINS] = "pins",
-		[CHECK_ARTIFACTS] = "artifacts",   [CHECK_LANDLOCK] = "landlock",
+		[CHECK_QEMU] = "qemu",	       [CHECK_VMM] = "berth-vmm",
+		[CHECK_PINS] = "pins",	       [CHECK_ARTIFACTS] = "artifacts",
+		[CHECK_LANDLOCK] = "landlock", [CHECK_ACCELERATOR] = "accelerator",
 	};
 
 	r->sandbox = "vm";
 	r->n_checks = _CHECK_ID_MAX;
 	for (size_t i = 0; i < r->n_checks; i++)
 		r->checks[i].id = ids[i];
-	check_hypervisor(r);
+	r->qemu = strdup(config_get(cfg, CONFIG_QEMU, NULL, NULL));
+	if (!r->qemu) {
+		log_error_errno(-ENOMEM, "out of memory");
+		return;
+	}
 	check_qemu(r);
 	check_vmm(r, cfg);
 	check_pins(r);
 	check_artifacts(r);
 	check_landlock(r);
+	check_accelerator(r);
 	report_verdict(r);
 }
 

@@ -142,7 +142,17 @@ static int relay_start(int *ret_mcp_fd)
 		return -errno;
 	close(p[1]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (pthread_create(&relay.thread, NULL, relay_main, NULL) != 0)
+	/* The relay never takes a signal: a client's SIGTERM must reach the thread that acts
+	 * on it (the handler before serving, the loop's signalfd after), not sit in a flag
+	 * nobody reads. The thread inherits this mask. */
+	sigset_t all, saved;
+	int r;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	r = pthread_create(&relay.thread, NULL, relay_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (r != 0)
 		return -EAGAIN;
 	relay.running = true;
 	*ret_mcp_fd = mcp_fd;
@@ -870,6 +880,8 @@ static int boot_own(Mcp *c)
 	say("booting \"%s\" in VM %s", c->l.name, c->l.vm_name);
 	c->owned = true;
 	r = vm_launch_boot(&c->l, &ms, boot_id);
+	if (r == -ECANCELED)
+		return r;
 	if (r < 0)
 		return log_error("\"%s\" did not start; see above", c->l.name);
 	say("VM %s ready in %lld ms (boot %s)", c->l.vm_name, ms, boot_id);
@@ -1370,7 +1382,7 @@ int cmd_mcp(int argc, char **argv)
 		record_boot(&c);
 	r = serve(&c);
 out:
-	if (c.owned && c.l.vm_name) {
+	if (c.owned && c.l.vm_name && rundir_inspect(c.l.run_dir, &(pid_t){0}) != RUNDIR_ABSENT) {
 		say("stopping the VM %s it booted", c.l.vm_name);
 		(void)vm_launch_stop(&c.l);
 	}

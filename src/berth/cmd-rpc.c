@@ -156,6 +156,17 @@ int cmd_rpc(int argc, char **argv)
 			       2;
 	}
 	r = find_app(argv[optind], &dir, &index);
+	if (r < 0) {
+		/* berth dev's VM for it may have died: its run dir says why. */
+		_cleanup_free_ char *name = NULL, *dev_dir = NULL, *failure = NULL;
+
+		if (asprintf(&name, "berth-dev-%s", argv[optind]) >= 0 &&
+		    (dev_dir = berth_run_dir(name)) && (failure = vm_failure_reason(dev_dir)))
+			return log_error("the VM %s of \"%s\" failed: %s; start it again with "
+					 "'berth dev' in its folder",
+					 name, argv[optind], failure),
+			       1;
+	}
 	if (r < 0)
 		return log_error(
 			       "no running VM has an app named \"%s\"; start it with 'berth dev' in its folder (or see 'berth vm status')",
@@ -208,6 +219,14 @@ int cmd_rpc(int argc, char **argv)
 		return log_error("no answer from \"%s\" within %u ms (BERTH_RPC_TIMEOUT_MS)",
 				 argv[optind], timeout),
 		       1;
+	if (r == -ECONNRESET) {
+		_cleanup_free_ char *failure = vm_failure_reason(dir);
+
+		if (failure)
+			return log_error("the VM of \"%s\" failed before it answered: %s",
+					 argv[optind], failure),
+			       1;
+	}
 	if (r == -ECONNRESET)
 		return log_error(
 			       "the connection to \"%s\" closed before an answer; the call may or may not have run (see 'berth vm logs %s')",

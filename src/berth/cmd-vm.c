@@ -49,6 +49,14 @@ static char *stale_reason(const char *run_dir)
 		last = strrchr(log, '\n');
 		last = last ? last + 1 : log;
 	}
+	const char *failure =
+		json_string_value(json_object_get(json_object_get(vm, "failure"), "reason"));
+
+	if (failure) {
+		if (asprintf(&reason, "state %s: %s", state ? state : "unknown", failure) < 0)
+			return NULL;
+		return reason;
+	}
 	if (asprintf(&reason, "state %s%s%s", state ? state : "unknown",
 		     last && *last ? "; last log line: " : "", last ? last : "") < 0)
 		return NULL;
@@ -107,6 +115,12 @@ static void print_vm(json_t *vm)
 	       json_string_value(json_object_get(vm, "accelerator")) ?: "?",
 	       json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "cpus")),
 	       json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "memMiB")));
+	if (json_is_string(json_object_get(json_object_get(vm, "accel"), "reason")))
+		printf("  accelerator: %s\n",
+		       json_string_value(json_object_get(json_object_get(vm, "accel"), "reason")));
+	if (json_is_string(json_object_get(json_object_get(vm, "failure"), "reason")))
+		printf("  failed: %s\n", json_string_value(json_object_get(
+						 json_object_get(vm, "failure"), "reason")));
 	if (!guest) {
 		printf("  guest: not answering on its control port (still booting?)\n");
 		return;

@@ -430,17 +430,24 @@ static void keep_logs(const VmLaunch *l)
 	fprintf(stderr, "%sthe logs of that boot are kept in %s\n", l->prefix, dir);
 }
 
-/* The command gives up on the VM it started: nothing of it may stay behind. */
-static void give_up(VmLaunch *l)
+/* The command gives up on the VM it started: nothing of it may stay behind. After a
+ * failure (@failed) its logs are kept for a look later. */
+static void give_up(VmLaunch *l, bool failed)
 {
+	_cleanup_free_ char *failure = vm_failure_reason(l->run_dir);
 	pid_t pid;
 
+	/* A berth-vmm that failed the VM ends by itself in a moment, its log complete. */
+	for (int i = 0; failure && i < 30 && rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING;
+	     i++)
+		usleep(100 * 1000);
+	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_ABSENT)
+		return;
+	if (failed)
+		keep_logs(l);
 	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING)
 		(void)vm_launch_stop(l);
-	if (rundir_inspect(l->run_dir, &pid) != RUNDIR_ABSENT) {
-		keep_logs(l);
-		(void)rundir_remove(l->run_dir);
-	}
+	(void)rundir_remove(l->run_dir);
 }
 
 /* What berth-vmm printed, without the JSON lines it reports to its launcher. */
@@ -532,7 +539,7 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 	drop_secrets(secrets);
 	if (r == -ECANCELED) {
 		say(l, "interrupted while berth-vmm started the VM; stopping it");
-		give_up(l);
+		give_up(l, false);
 		goto out;
 	}
 	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -540,7 +547,7 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 		log_error(r == -ETIME ? "berth-vmm did not start the VM within %d s; see above"
 				      : "berth-vmm could not start the VM; see above",
 			  VM_LAUNCH_VMM_START_TIMEOUT_MS / 1000);
-		give_up(l);
+		give_up(l, true);
 		r = -EIO;
 		goto out;
 	}
@@ -549,12 +556,12 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 			  sizeof(reason));
 	if (r == -ECANCELED) {
 		say(l, "interrupted during the boot; stopping the VM");
-		give_up(l);
+		give_up(l, false);
 		goto out;
 	}
 	if (r < 0) {
 		report_failure(l, r, reason);
-		give_up(l);
+		give_up(l, true);
 		r = -EIO;
 		goto out;
 	}

@@ -398,6 +398,16 @@ int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain,
 	if (json_is_object(json_object_get(vm, "hostSandbox")))
 		json_object_set_new(iso, "hostSandbox",
 				    pick(json_object_get(vm, "hostSandbox"), sandbox_keys));
+	/* Why this accelerator: who asked (auto, a flag, BERTH_ACCEL) and what the probe saw. */
+	if (json_is_object(json_object_get(vm, "accel"))) {
+		json_t *accel = json_object_get(vm, "accel");
+
+		json_object_set_new(iso, "accelChoice",
+				    json_pack("{s:O?, s:O?, s:O?}", "mode",
+					      json_object_get(accel, "mode"), "source",
+					      json_object_get(accel, "source"), "reason",
+					      json_object_get(accel, "reason")));
+	}
 	/* What the VM could reach: the egress dialer's allowlist, and a test-only network
 	 * when one was admitted (docs/egress.md). */
 	if (json_is_object(json_object_get(json_object_get(vm, "endpoints"), "egress")))

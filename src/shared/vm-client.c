@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "macros.h"
+#include "rundir.h"
 #include "vm-client.h"
 
 int vm_socket_connect(const char *run_dir, const char *socket_name)
@@ -195,6 +196,26 @@ char *vm_failure_reason(const char *run_dir)
 	return reason ? strdup(reason) : NULL;
 }
 
+/*
+ * berth-vmm let go of us: it is failing the VM, or done with it. Its reason reaches
+ * vm.json a moment after QEMU is gone, so give it that moment (while berth-vmm lives).
+ */
+static void await_failure_reason(const char *run_dir, char *reason, size_t size)
+{
+	for (int i = 0; i < 50; i++) {
+		_cleanup_free_ char *failure = vm_failure_reason(run_dir);
+		pid_t pid;
+
+		if (failure) {
+			snprintf(reason, size, "%s", failure);
+			return;
+		}
+		if (rundir_inspect(run_dir, &pid) != RUNDIR_RUNNING)
+			return;
+		usleep(100 * 1000);
+	}
+}
+
 int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int cancel_fd, char *reason,
 		  size_t reason_size)
 {
@@ -207,8 +228,10 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int canc
 
 	snprintf(reason, reason_size, "the VM went away during its boot");
 	fd = vm_socket_connect(run_dir, "control.sock");
-	if (fd < 0)
-		return fd;
+	if (fd < 0) {
+		await_failure_reason(run_dir, reason, reason_size);
+		return fd == -ECONNREFUSED || fd == -ENOENT ? -EIO : fd;
+	}
 	line_reader_init(&lr, fd);
 	lr.cancel_fd = cancel_fd;
 	for (;;) {
@@ -223,10 +246,7 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int canc
 		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
 		if (r == 0) {
 			/* berth-vmm closed us: it failed the VM, and vm.json says why. */
-			_cleanup_free_ char *failure = vm_failure_reason(run_dir);
-
-			if (failure)
-				snprintf(reason, reason_size, "%s", failure);
+			await_failure_reason(run_dir, reason, reason_size);
 			r = -EIO;
 			break;
 		}

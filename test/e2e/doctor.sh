@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # berth doctor --sandbox vm on a good setup and on broken ones, each in its own BERTH_HOME.
-# Nothing here boots a VM.
+# On the good setup the doctor's accelerator check runs berth-vmm's probe boots.
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
 unset BERTH_SANDBOX BERTH_VMM
-plan 41
+plan 43
 
 out=$BERTH_HOME/out
 pybin=$(command -v python3)
@@ -39,7 +39,7 @@ with open(path) as f:
     d = json.load(f)
 ids = [c["id"] for c in d["checks"]]
 assert d["schemaVersion"] == 1 and d["sandbox"] == "vm", d
-assert ids == ["hypervisor", "qemu", "berth-vmm", "pins", "artifacts", "landlock"], ids
+assert ids == ["qemu", "berth-vmm", "pins", "artifacts", "landlock", "accelerator"], ids
 assert all(c["status"] in ("ok", "warn", "fail", "unknown") for c in d["checks"]), d
 assert all("remedy" in c for c in d["checks"] if c["status"] in ("warn", "fail")), d
 assert d["ready"] == (rc == 0), (d["ready"], rc)
@@ -47,6 +47,9 @@ assert d["ready"] == all(c["status"] in ("ok", "warn") for c in d["checks"]), d
 if d["ready"]:
     assert d["accelerator"] in ("kvm", "tcg") and d["reasons"] == [], d
     assert d["verdict"].startswith("VM sandbox: READY ("), d
+    # READY only after a VM of the chosen kind booted: the probe's verdict says so.
+    assert d["accel"]["chosen"] == d["accelerator"], d
+    assert d["accel"]["probe"]["trials"][d["accelerator"]]["booted"] is True, d
 else:
     assert d["accelerator"] is None and d["reasons"], d
     assert d["verdict"] == "VM sandbox: NOT READY (" + "; ".join(d["reasons"]) + ")", d
@@ -66,13 +69,6 @@ kernel_path=$vmdir/kernel/sha256/$pin_kernel/vmlinux
 initrd_path=$vmdir/kernel/sha256/$pin_kernel/initrd-$pin_initrd.cpio
 rootfs_path=$vmdir/rootfs/rootfs-$pin_rootfs.erofs
 
-kvm=
-if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-	kvm=1
-	ready_verdict="VM sandbox: READY (KVM)"
-else
-	ready_verdict="VM sandbox: READY (TCG emulation, slower)"
-fi
 # A PATH with QEMU and nothing else.
 qemu_bin=$BERTH_HOME/qemu-bin
 mkdir -p "$qemu_bin"
@@ -89,13 +85,8 @@ shows "nothing installed: verdict" "VM sandbox: NOT READY (kernel, initrd, rootf
 shows "berth-vmm check shows its path" "✔ berth-vmm $(realpath "$vmm")"
 shows "pins check shows berth-vmm's pins" "✔ berth-vmm's pinned kernel and rootfs kernel ${pin_kernel:0:16}…, initrd ${pin_initrd:0:16}…, rootfs ${pin_rootfs:0:16}…, linux "
 shows "qemu check finds microvm" "✔ QEMU with microvm "
-if [ -n "$kvm" ]; then
-	shows "hypervisor is KVM" "✔ Hypervisor (KVM) /dev/kvm"
-	ok "no TCG warning under KVM"
-else
-	shows "no usable /dev/kvm: TCG warning says what it costs" "! Hypervisor (TCG emulation) /dev/kvm: "
-	shows "no usable /dev/kvm: remedy" "      → enable KVM: "
-fi
+shows "nothing installed: the accelerator is not probed" "? Accelerator not probed: a probe boots the pinned kernel"
+shows "nothing installed: nor counted ready" "      → fix what the checks above say"
 doctor --json
 check "nothing installed: --json parses and agrees with exit 1" json_agrees
 
@@ -113,13 +104,16 @@ landlock_ok=1
 doctor
 has "✘ Host Landlock" && landlock_ok=
 if [ -z "$artifacts_pinned" ]; then
-	for i in 1 2 3 4 5; do skip "good setup ($i)" "$artifacts is not what $vmm pins"; done
+	for i in 1 2 3 4 5 6 7; do skip "good setup ($i)" "$artifacts is not what $vmm pins"; done
 elif [ -z "$landlock_ok" ]; then
-	for i in 1 2 3 4 5; do skip "good setup ($i)" "this host's Landlock does not enforce"; done
+	for i in 1 2 3 4 5 6 7; do skip "good setup ($i)" "this host's Landlock does not enforce"; done
 else
 	exits 0 "good setup: ready"
 	shows "good setup: artifacts ok" "✔ Pinned kernel and rootfs in ~/.berth/vm $vmdir: kernel, initrd and rootfs match the pins"
 	shows "good setup: landlock enforcing" "✔ Host Landlock (for confining berth-vmm) ABI "
+	shows "good setup: the probe boot under TCG is shown with its time" "      tcg: booted the probe in "
+	shows "good setup: so is KVM's, or why it was not tried" "      kvm: "
+	if has "Accelerator (KVM)"; then ready_verdict="VM sandbox: READY (KVM)"; else ready_verdict="VM sandbox: READY (TCG emulation, slower)"; fi
 	shows "good setup: verdict" "$ready_verdict"
 	doctor --json
 	check "good setup: --json parses and agrees with exit 0" json_agrees

@@ -18,7 +18,6 @@ if ! mount -t tmpfs -o size=4g,mode=0755 berth-repro "$work"; then
 	finish
 fi
 trap 'umount -R "$work" 2>/dev/null || umount -l "$work"; rmdir "$work"' EXIT
-trap 'exit 1' INT TERM HUP
 mkdir -p "$work/tmp" "$work/home"
 plan 6
 

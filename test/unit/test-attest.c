@@ -400,6 +400,31 @@ TEST(audit_chain)
 	rmdir(dir);
 }
 
+/* Who chose the accelerator and why, from vm.json's accel, reaches the record. */
+TEST(isolation_accel_choice)
+{
+	json_t *ev =
+		evidence(true, LSM_OK, json_pack("[o]", report("notes", "FullyEnforced", BOOT)));
+	json_t *rec, *choice;
+
+	json_object_set_new(json_object_get(ev, "vm"), "accel",
+			    json_pack("{s:s, s:s, s:s, s:s, s:{s:s}}", "mode", "auto", "source",
+				      "the default", "chosen", "tcg", "reason",
+				      "auto: KVM present, but its boot failed", "probe", "best",
+				      "tcg"));
+	rec = build(ev);
+	choice = json_object_get(json_object_get(json_object_get(rec, "boot"), "isolation"),
+				 "accelChoice");
+	ASSERT_STREQ(json_string_value(json_object_get(choice, "mode")), "auto");
+	ASSERT_STREQ(json_string_value(json_object_get(choice, "source")), "the default");
+	ASSERT_STREQ(json_string_value(json_object_get(choice, "reason")),
+		     "auto: KVM present, but its boot failed");
+	/* The probe's timings stay in the evidence; the record says only why. */
+	ASSERT_TRUE(json_object_get(choice, "probe") == NULL);
+	ASSERT_EQ(verify_count(rec), 0);
+	json_decref(rec);
+}
+
 /* The egress dialer's allowlist, recorded by berth-vmm in vm.json, reaches the record. */
 TEST(isolation_egress)
 {

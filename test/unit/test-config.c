@@ -23,6 +23,8 @@ static void setup(void)
 	unsetenv("BERTH_VMM_ARTIFACTS");
 	unsetenv("BERTH_VMM");
 	unsetenv("BERTH_SANDBOX");
+	unsetenv("BERTH_ACCEL");
+	unsetenv("BERTH_QEMU");
 }
 
 static void teardown(void)
@@ -181,6 +183,8 @@ TEST(malformed)
 	expect_bad("{\"vm\": {\"artifactsUrl\": 3}}", 0, "vm.artifactsUrl must be a string");
 	expect_bad("{\"vm\": {\"artifactUrl\": \"x\"}}", 0, "unknown key \"vm.artifactUrl\"");
 	expect_bad("{\"sandbox\": \"qemu\"}", 0, "sandbox must be \"vm\" or \"docker\"");
+	expect_bad("{\"vm\": {\"accel\": \"hvf\"}}", 0,
+		   "vm.accel must be \"auto\", \"kvm\" or \"tcg\", not \"hvf\"");
 	expect_bad("", 1, "config.json:1:");
 
 	/* Line and column come from jansson. */
@@ -194,6 +198,33 @@ TEST(malformed)
 		config_error_format(&e, msg, sizeof(msg));
 		ASSERT_TRUE(strstr(msg, "config.json:3:4: ") != NULL);
 	}
+	teardown();
+}
+
+TEST(accel_and_qemu_precedence)
+{
+	BerthConfig c;
+	ConfigSource src;
+
+	setup();
+	load_ok(&c);
+	ASSERT_STREQ(config_get(&c, CONFIG_ACCEL, NULL, &src), "auto");
+	ASSERT_EQ(src, CONFIG_SOURCE_DEFAULT);
+	ASSERT_STREQ(config_get(&c, CONFIG_QEMU, NULL, &src), "qemu-system-x86_64");
+	config_done(&c);
+	write_config("{\"vm\": {\"accel\": \"tcg\", \"qemu\": \"~/bin/qemu\"}}");
+	load_ok(&c);
+	ASSERT_STREQ(config_get(&c, CONFIG_ACCEL, NULL, &src), "tcg");
+	ASSERT_EQ(src, CONFIG_SOURCE_FILE);
+	ASSERT_TRUE(strstr(config_get(&c, CONFIG_QEMU, NULL, NULL), "/bin/qemu") != NULL);
+	ASSERT_TRUE(config_get(&c, CONFIG_QEMU, NULL, NULL)[0] == '/');
+	setenv("BERTH_ACCEL", "kvm", 1);
+	ASSERT_STREQ(config_get(&c, CONFIG_ACCEL, NULL, &src), "kvm");
+	ASSERT_EQ(src, CONFIG_SOURCE_ENV);
+	ASSERT_STREQ(config_get(&c, CONFIG_ACCEL, "auto", &src), "auto");
+	ASSERT_EQ(src, CONFIG_SOURCE_FLAG);
+	unsetenv("BERTH_ACCEL");
+	config_done(&c);
 	teardown();
 }
 

@@ -42,7 +42,15 @@ def build_trivial_initrd(work):
 
 def bare_boot(vm_json, initrd):
     """Same kernel, same machine options, the trivial init: QEMU start → QEMU exit."""
-    argv = vm_json["argv"]
+    cmd = bare_boot_argv(vm_json["argv"], initrd)
+    t0 = time.monotonic()
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True, timeout=120, pass_fds=())
+    return time.monotonic() - t0
+
+
+def bare_boot_argv(argv, initrd):
+    """berth-vmm's QEMU command line with the trivial initrd and no disks or channels."""
     cmd = []
     skip = False
     for i, a in enumerate(argv):
@@ -60,10 +68,7 @@ def bare_boot(vm_json, initrd):
             continue
         cmd.append(a)
     cmd += ["-serial", "null"]
-    t0 = time.monotonic()
-    subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=True, timeout=120, pass_fds=())
-    return time.monotonic() - t0
+    return cmd
 
 
 def berth_boot(home, name):

@@ -208,10 +208,49 @@ static char *trim(char *s)
 	return s;
 }
 
+/* Is @name listed in any Connection header (comma-separated, case-insensitive)? */
+static bool named_by_connection(const HttpRequest *req, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < req->n_headers; i++) {
+		const char *v = req->headers[i].value;
+
+		if (strcasecmp(req->headers[i].name, "connection") != 0)
+			continue;
+		while (*v) {
+			size_t len;
+
+			v += strspn(v, " \t,");
+			len = strcspn(v, ",");
+			while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+				len--;
+			if (len == n && strncasecmp(v, name, n) == 0)
+				return true;
+			v += strcspn(v, ",");
+		}
+	}
+	return false;
+}
+
+/*
+ * What Connection names is dropped on the way as hop-by-hop. A header that frames the
+ * request must reach the server as the broker read it: with Content-Length dropped the
+ * body it forwards would be read as a second request, unchecked. No client has a reason to
+ * name one, so such a request is refused rather than half-honoured.
+ */
+static const char *const framing[] = {"Content-Length", "Transfer-Encoding", "Host"};
+
 static HttpHeadStatus parse_framing(HttpRequest *req, char *error, size_t errlen)
 {
 	bool have_length = false, have_te = false;
 
+	for (size_t i = 0; i < ELEMENTSOF(framing); i++)
+		if (named_by_connection(req, framing[i]))
+			return bad(
+				error, errlen,
+				"the Connection header names %s, which frames the request: a proxy that dropped it would pass the body on as a request of its own; remove it from Connection",
+				framing[i]);
 	for (size_t i = 0; i < req->n_headers; i++) {
 		const HttpHeader *h = &req->headers[i];
 
@@ -237,6 +276,12 @@ static HttpHeadStatus parse_framing(HttpRequest *req, char *error, size_t errlen
 	if (have_length && have_te)
 		return bad(error, errlen,
 			   "a request may not carry both Content-Length and Transfer-Encoding");
+	/* RFC 9112 6.1: an HTTP/1.0 server does not know chunked framing, and may read the
+	 * chunks as anything, another request included. */
+	if (have_te && req->minor == 0)
+		return bad(
+			error, errlen,
+			"Transfer-Encoding is HTTP/1.1: an HTTP/1.0 request frames its body with Content-Length");
 	req->chunked = have_te;
 	if (have_te)
 		req->content_length = 0;
@@ -306,31 +351,6 @@ HttpHeadStatus http_request_parse(const char *data, size_t size, HttpRequest *re
 	return HTTP_HEAD_OK;
 }
 
-/* Is @name listed in any Connection header (comma-separated, case-insensitive)? */
-static bool named_by_connection(const HttpRequest *req, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (size_t i = 0; i < req->n_headers; i++) {
-		const char *v = req->headers[i].value;
-
-		if (strcasecmp(req->headers[i].name, "connection") != 0)
-			continue;
-		while (*v) {
-			size_t len;
-
-			v += strspn(v, " \t,");
-			len = strcspn(v, ",");
-			while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t'))
-				len--;
-			if (len == n && strncasecmp(v, name, n) == 0)
-				return true;
-			v += strcspn(v, ",");
-		}
-	}
-	return false;
-}
-
 static bool dropped(const HttpRequest *req, const char *name)
 {
 	for (size_t i = 0; i < ELEMENTSOF(hop_by_hop); i++)
@@ -389,14 +409,34 @@ static int hex_digit(char c)
 	return -1;
 }
 
+/*
+ * A byte of a chunk-size or trailer line other than its LF. A CR may only come right before
+ * the LF: a server that ends the line at a lone CR would read another chunk size there, and
+ * so another end of the body. No other control character but tab.
+ * Returns -EBADMSG, 1 for a CR, 0 for any other byte.
+ */
+static int line_byte(HttpBody *b, char c)
+{
+	if (b->cr)
+		return -EBADMSG;
+	if (c == '\r') {
+		b->cr = true;
+		return 1;
+	}
+	if (((unsigned char)c < 0x20 && c != '\t') || c == 0x7f)
+		return -EBADMSG;
+	return 0;
+}
+
 /* One byte of a chunk-size line. */
 static int feed_size_byte(HttpBody *b, char c)
 {
-	int d = hex_digit(c);
+	int d = hex_digit(c), r;
 
 	if (++b->line_len > HTTP_CHUNK_LINE_MAX)
 		return -EBADMSG;
 	if (c == '\n') {
+		b->cr = false;
 		if (!b->size_digits)
 			return -EBADMSG;
 		if (b->size == 0) {
@@ -411,7 +451,10 @@ static int feed_size_byte(HttpBody *b, char c)
 		b->size_digits = b->size_ext = false;
 		return 0;
 	}
-	if (c == '\r' || b->size_ext)
+	r = line_byte(b, c);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	if (b->size_ext)
 		return 0;
 	if (d >= 0) {
 		if (b->size >> 56)
@@ -468,10 +511,16 @@ ssize_t http_body_feed(HttpBody *b, const char *data, size_t size)
 			if (c == '\n') {
 				if (b->line_empty)
 					b->state = HTTP_BODY_DONE;
+				b->cr = false;
 				b->line_empty = true;
 				b->line_len = 0;
-			} else if (c != '\r')
-				b->line_empty = false;
+			} else {
+				r = line_byte(b, c);
+				if (r < 0)
+					return r;
+				if (r == 0)
+					b->line_empty = false;
+			}
 			i++;
 			break;
 		case HTTP_BODY_DONE:

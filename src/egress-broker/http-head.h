@@ -60,8 +60,10 @@ void http_request_done(HttpRequest *req);
  * [v6]:port or a bare host (port 443); anything else needs http://host[:port][/path] (port
  * 80) without userinfo; https:// is refused (use CONNECT). Header names are tokens, values
  * hold no control characters but tab, folded lines are refused. A body framed both by
- * Content-Length and Transfer-Encoding, a Transfer-Encoding other than "chunked", or
- * Content-Length values that disagree, are refused (they are how requests are smuggled).
+ * Content-Length and Transfer-Encoding, a Transfer-Encoding other than "chunked" (or any in
+ * HTTP/1.0), Content-Length values that disagree, and a Connection header naming
+ * Content-Length, Transfer-Encoding or Host (which would have the forwarded head drop it)
+ * are refused: they are how requests are smuggled.
  */
 HttpHeadStatus http_request_parse(const char *data, size_t size, HttpRequest *ret, char *error,
 				  size_t errlen);
@@ -97,6 +99,7 @@ typedef struct HttpBody {
 	uint64_t left;
 	size_t line_len; /* bytes of the current line so far */
 	bool line_empty; /* the current trailer line has had nothing but CR so far */
+	bool cr;	 /* the current line's last byte was a CR: only LF may follow */
 	uint64_t size;	 /* chunk size being parsed */
 	bool size_digits;
 	bool size_ext; /* past the digits: ";ext" or whitespace */
@@ -104,7 +107,8 @@ typedef struct HttpBody {
 
 void http_body_init(HttpBody *b, const HttpRequest *req);
 /* Returns how many bytes of @data are body (<= @size), or -EBADMSG for a malformed chunked
- * body (bad size, a line over HTTP_CHUNK_LINE_MAX, missing CRLF). */
+ * body (bad size, a line over HTTP_CHUNK_LINE_MAX, missing CRLF, a CR not right before its
+ * LF, a control character in a chunk-size or trailer line). */
 ssize_t http_body_feed(HttpBody *b, const char *data, size_t size);
 static inline bool http_body_done(const HttpBody *b)
 {

@@ -46,6 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		check(n > 0 && out && strstr(out, "\r\n\r\n") == out + n - 4);
 		check(strstr(out, "Connection: close\r\n") != NULL);
+		/* The body goes on as framed: the forwarded head must frame it the same way. */
+		if (req.content_length > 0)
+			check(strcasestr(out, "\r\ncontent-length: ") != NULL);
+		check(!req.chunked || strstr(out, "\r\nTransfer-Encoding: chunked\r\n") != NULL);
 		free(out);
 		http_body_init(&body, &req);
 		rest = in + req.head_size;

@@ -308,6 +308,69 @@ TEST(body_framing_and_smuggling)
 		  HTTP_HEAD_BAD_REQUEST);
 }
 
+/* A header Connection names is dropped on the way (it is hop-by-hop); a framing header must
+ * never be, or the body the broker forwards would reach the server as a request of its own. */
+TEST(connection_may_not_name_a_framing_header)
+{
+	static const char *const heads[] = {
+		"POST http://h.test/ HTTP/1.1\r\nConnection: content-length\r\n"
+		"Content-Length: 34\r\n\r\n",
+		"POST http://h.test/ HTTP/1.1\r\nConnection: close, Content-Length\r\n"
+		"Content-Length: 34\r\n\r\n",
+		"POST http://h.test/ HTTP/1.1\r\nContent-Length: 34\r\nConnection: x\r\n"
+		"connection: keep-alive ,\tCONTENT-LENGTH \r\n\r\n",
+		"POST http://h.test/ HTTP/1.1\r\nConnection: transfer-encoding\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n",
+		"GET http://h.test/ HTTP/1.1\r\nConnection: host\r\nHost: h.test\r\n\r\n",
+		/* Naming it is refused even when the header itself is absent. */
+		"GET http://h.test/ HTTP/1.1\r\nConnection: Content-Length\r\n\r\n",
+	};
+	static const char smuggle[] =
+		"POST http://h.test/ HTTP/1.1\r\nConnection: content-length\r\nContent-Length: 34\r\n"
+		"\r\nGET /admin HTTP/1.1\r\nHost: h\r\n\r\n";
+	HttpRequest req = {};
+	char err[256];
+
+	for (size_t i = 0; i < ELEMENTSOF(heads); i++) {
+		err[0] = '\0';
+		if (parse(heads[i], &req, err) != HTTP_HEAD_BAD_REQUEST)
+			TEST_FAIL("accepted: %s", heads[i]);
+		ASSERT_TRUE(strstr(err, "Connection") != NULL);
+	}
+	ASSERT_EQ(parse(smuggle, &req, err), HTTP_HEAD_BAD_REQUEST);
+	ASSERT_STREQ(
+		err,
+		"the Connection header names Content-Length, which frames the request: a proxy that "
+		"dropped it would pass the body on as a request of its own; remove it from Connection");
+	/* Other names are still fine, and still dropped. */
+	ASSERT_EQ(parse("GET http://h.test/ HTTP/1.1\r\nConnection: close, x-content-length, "
+			"content-lengths\r\nX-Content-Length: 1\r\n\r\n",
+			&req, err),
+		  HTTP_HEAD_OK);
+	http_request_done(&req);
+	/* CONNECT forwards no header: nothing is dropped, nothing to refuse. */
+	ASSERT_EQ(parse("CONNECT h.test:443 HTTP/1.1\r\nConnection: content-length\r\n\r\n", &req,
+			err),
+		  HTTP_HEAD_OK);
+	http_request_done(&req);
+}
+
+/* RFC 9112 6.1: an HTTP/1.0 server does not know chunked framing, and reads the chunks as
+ * whatever it likes, a second request included. */
+TEST(http_1_0_may_not_be_chunked)
+{
+	HttpRequest req = {};
+	char err[256];
+
+	ASSERT_EQ(parse("POST http://h.test/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", &req,
+			err),
+		  HTTP_HEAD_BAD_REQUEST);
+	ASSERT_TRUE(strstr(err, "HTTP/1.0") != NULL);
+	ASSERT_EQ(parse("POST http://h.test/ HTTP/1.0\r\nContent-Length: 3\r\n\r\n", &req, err),
+		  HTTP_HEAD_OK);
+	http_request_done(&req);
+}
+
 TEST(head_caps)
 {
 	HttpRequest req = {};
@@ -367,6 +430,9 @@ TEST(forward_head_strips_hop_by_hop_and_forces_host)
 	http_request_done(&req);
 }
 
+/* A string literal, NULs included. */
+#define FEED(b, lit) http_body_feed(b, lit, sizeof(lit) - 1)
+
 static void body_of(const char *head, HttpBody *b)
 {
 	HttpRequest req = {};
@@ -423,6 +489,29 @@ TEST(chunked_body_ends_after_the_trailer)
 	ASSERT_ERROR(http_body_feed(&b, "3\r\nabcX", 7), EBADMSG);
 	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
 	ASSERT_ERROR(http_body_feed(&b, "fffffffffffffffff\r\n", 19), EBADMSG);
+	/* A CR is a line end's only: one elsewhere is where another parser would end the line
+	 * (and the chunk size, and so the body) and this one would not. */
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(FEED(&b, "0\r1\r\nx\r\n0\r\n\r\n"), EBADMSG);
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(FEED(&b, "1;a=\rb\r\n"), EBADMSG);
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(FEED(&b, "0\r\nX: 1\r2\r\n\r\n"), EBADMSG);
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(FEED(&b, "0\r\n\r\r\n"), EBADMSG);
+	/* Nor a control character in an extension or a trailer. */
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(FEED(&b, "1;a\0\r\nx\r\n"), EBADMSG);
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_ERROR(FEED(&b, "0\r\nX: \x01\r\n\r\n"), EBADMSG);
+	/* Split anywhere, a CRLF is still one line end; a tab in an extension is fine. */
+	body_of("POST http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &b);
+	ASSERT_EQ(FEED(&b, "1\t;e\r"), 5);
+	ASSERT_EQ(FEED(&b, "\nx\r\n0\r"), 6);
+	ASSERT_EQ(FEED(&b, "\nT: 1\r"), 6);
+	ASSERT_EQ(FEED(&b, "\n\r"), 2);
+	ASSERT_EQ(FEED(&b, "\nGET"), 1);
+	ASSERT_TRUE(http_body_done(&b));
 	{
 		char line[HTTP_CHUNK_LINE_MAX + 8];
 

@@ -11,6 +11,7 @@
 
 #define SHARE_FILES_MAX 20000
 #define SHARE_BYTES_MAX (512ULL * 1024 * 1024)
+#define SHARE_DEPTH_MAX 64
 
 typedef struct ShareDigest {
 	char tree_sha256[65];
@@ -18,8 +19,14 @@ typedef struct ShareDigest {
 	uint64_t bytes;
 } ShareDigest;
 
-/* Measure @dir: regular files only, symlinks and special files refused (-ELOOP/-EBADFD). */
+/*
+ * Measure @dir: directories and regular files only, nothing followed. A symlink is refused
+ * with -ELOOP, a FIFO, socket or device with -EBADFD, a file with more than one name (a
+ * hard link, whose other names may lie outside the share) with -EMLINK, too many files,
+ * bytes or levels with -E2BIG; @err says which path and why.
+ */
 int share_digest(const char *dir, ShareDigest *ret, char *err, size_t errlen);
 
-/* Pack @dir into the erofs image @image with fixed time, owner and UUID. */
+/* Pack @dir into the erofs image @image with fixed time, owner and UUID and no extended
+ * attributes, after the same checks as share_digest() (and the same errors). */
 int share_pack(const char *dir, const char *image, char *err, size_t errlen);

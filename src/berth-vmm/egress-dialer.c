@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -415,14 +416,38 @@ static void connect_next(Dial *c, int last_error)
 	dial_refuse(c, "failed", "unreachable", error);
 }
 
-/* Check every address; refuse the dial if any one is internal. */
+static void freeifaddrsp(struct ifaddrs **p)
+{
+	if (*p)
+		freeifaddrs(*p);
+}
+
+/* Check every address; refuse the dial if any one is internal or the host's own. */
 static void dial_addresses(Dial *c, const struct addrinfo *res)
 {
+	static const char *const never[_EGRESS_ADDRESS_CLASS_MAX] = {
+		[EGRESS_ADDRESS_INTERNAL] =
+			"the dialer never connects to loopback, private, link-local or otherwise internal addresses",
+		[EGRESS_ADDRESS_OWN] =
+			"the dialer never connects to the host it runs on, whose services are not the guest's to reach",
+	};
+	_cleanup_(freeifaddrsp) struct ifaddrs *own = NULL;
 	const EgressConfig *cfg = c->d->cfg;
 	char error[ERROR_MAX], why[EGRESS_REASON_MAX];
 
+	/* Listed now, right before connecting, so an address the host got since it started
+	 * counts. berth-vmm's seccomp filter lets the dialer have NETLINK_ROUTE sockets. */
+	if (getifaddrs(&own) < 0) {
+		snprintf(
+			error, sizeof(error),
+			"egress failed: the dialer cannot list this host's own addresses (%s), and connects to no address it cannot check",
+			strerror(errno));
+		dial_refuse(c, "failed", "unreachable", error);
+		return;
+	}
 	c->n_addrs = c->next_addr = 0;
 	for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		EgressAddressClass class;
 		const void *raw;
 
 		if (ai->ai_family == AF_INET && ai->ai_addrlen >= sizeof(struct sockaddr_in))
@@ -431,19 +456,17 @@ static void dial_addresses(Dial *c, const struct addrinfo *res)
 			raw = &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
 		else
 			continue;
-		if (egress_address_internal(ai->ai_family, raw, why, sizeof(why)) &&
-		    !egress_cidr_contains(&cfg->test_cidr, ai->ai_family, raw)) {
+		class = egress_address_check(ai->ai_family, raw, &cfg->test_cidr, own, why,
+					     sizeof(why));
+		if (class != EGRESS_ADDRESS_OK) {
 			address_text(ai->ai_addr, c->address, sizeof(c->address));
 			if (c->target.family == AF_UNSPEC)
-				snprintf(
-					error, sizeof(error),
-					"egress denied: \"%s\" resolves to %s, which is %s; the dialer never connects to loopback, private, link-local or otherwise internal addresses",
-					c->target.host, c->address, why);
+				snprintf(error, sizeof(error),
+					 "egress denied: \"%s\" resolves to %s, which is %s; %s",
+					 c->target.host, c->address, why, never[class]);
 			else
-				snprintf(
-					error, sizeof(error),
-					"egress denied: %s is %s; the dialer never connects to loopback, private, link-local or otherwise internal addresses",
-					c->address, why);
+				snprintf(error, sizeof(error), "egress denied: %s is %s; %s",
+					 c->address, why, never[class]);
 			dial_refuse(c, "denied", "denied", error);
 			return;
 		}

@@ -5,7 +5,8 @@
  * The host egress dialer (docs/egress.md, "The host dialer"): every stream the guest opens
  * to MUX_PORT_EGRESS (1026) is one tunnel. The guest sends one request line, the dialer
  * checks it against the --egress-allow patterns, resolves the name itself, refuses if any
- * address is internal, connects, answers, and then copies bytes both ways.
+ * address is internal or one of the host's own (getifaddrs(), at each dial), connects,
+ * answers, and then copies bytes both ways.
  *
  * Names are resolved by getaddrinfo() on a worker thread per dial (the event loop never
  * blocks); the loop gives up after 5 s and the thread's late answer is dropped. Threads

@@ -2,6 +2,7 @@
 /* The egress dialer's patterns, request lines and address classes (egress-policy.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,20 +81,55 @@ static bool v4_internal_reason(const uint8_t *a, char *reason, size_t size, cons
 	return false;
 }
 
-bool egress_address_internal(int family, const void *addr, char *reason, size_t size)
+/* IPv6 forms that carry an IPv4 address, and are judged by it. */
+typedef enum EmbeddedKind {
+	EMBEDDED_MAPPED,
+	EMBEDDED_TRANSLATED,
+	EMBEDDED_NAT64,
+	EMBEDDED_6TO4,
+	_EMBEDDED_KIND_MAX,
+} EmbeddedKind;
+
+static const struct {
+	const char *via;  /* in an internal reason: "IPv4-mapped private (10.0.0.0/8)" */
+	const char *name; /* in a reason of the host's own: "IPv4-mapped form of ..." */
+} embedded_kinds[_EMBEDDED_KIND_MAX] = {
+	[EMBEDDED_MAPPED] = {"IPv4-mapped ", "IPv4-mapped"},
+	[EMBEDDED_TRANSLATED] = {"IPv4-translated ", "IPv4-translated"},
+	[EMBEDDED_NAT64] = {"NAT64 of ", "NAT64"},
+	[EMBEDDED_6TO4] = {"6to4 of ", "6to4"},
+};
+
+/* The IPv4 address inside the IPv6 address @a, or NULL; *@ret_kind says which form. */
+static const uint8_t *embedded_v4(const uint8_t *a, EmbeddedKind *ret_kind)
 {
-	/* Forms that carry an IPv4 address: judged by it. */
 	static const struct {
 		uint8_t prefix[12];
-		size_t len;
-		const char *via;
-	} embedded[] = {
-		{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 12, "IPv4-mapped "},
-		{{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0}, 12, "IPv4-translated "},
-		{{0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0}, 12, "NAT64 of "},
+		EmbeddedKind kind;
+	} forms[] = {
+		{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, EMBEDDED_MAPPED},
+		{{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0}, EMBEDDED_TRANSLATED},
+		{{0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0}, EMBEDDED_NAT64},
 	};
-	const uint8_t *a = addr;
+
+	for (size_t i = 0; i < ELEMENTSOF(forms); i++)
+		if (memcmp(a, forms[i].prefix, sizeof(forms[i].prefix)) == 0) {
+			*ret_kind = forms[i].kind;
+			return a + 12;
+		}
+	/* 6to4: 2002:AABB:CCDD::/48 routes to the IPv4 address AA.BB.CC.DD. */
+	if (a[0] == 0x20 && a[1] == 0x02) {
+		*ret_kind = EMBEDDED_6TO4;
+		return a + 2;
+	}
+	return NULL;
+}
+
+bool egress_address_internal(int family, const void *addr, char *reason, size_t size)
+{
+	const uint8_t *a = addr, *in;
 	char v4[EGRESS_REASON_MAX];
+	EmbeddedKind kind;
 
 	if (family == AF_INET)
 		return v4_internal_reason(a, reason, size, "");
@@ -101,18 +137,11 @@ bool egress_address_internal(int family, const void *addr, char *reason, size_t 
 		snprintf(reason, size, "not an IPv4 or IPv6 address");
 		return true;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(embedded); i++)
-		if (memcmp(a, embedded[i].prefix, embedded[i].len) == 0) {
-			if (!v4_internal_reason(a + 12, v4, sizeof(v4), ""))
-				return false;
-			snprintf(reason, size, "%s%s", embedded[i].via, v4);
-			return true;
-		}
-	/* 6to4: 2002:AABB:CCDD::/48 routes to the IPv4 address AA.BB.CC.DD. */
-	if (a[0] == 0x20 && a[1] == 0x02) {
-		if (!v4_internal_reason(a + 2, v4, sizeof(v4), ""))
+	in = embedded_v4(a, &kind);
+	if (in) {
+		if (!v4_internal_reason(in, v4, sizeof(v4), ""))
 			return false;
-		snprintf(reason, size, "6to4 of %s", v4);
+		snprintf(reason, size, "%s%s", embedded_kinds[kind].via, v4);
 		return true;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(v6_internal); i++)
@@ -125,6 +154,58 @@ bool egress_address_internal(int family, const void *addr, char *reason, size_t 
 		return true;
 	}
 	return false;
+}
+
+bool egress_address_own(const struct ifaddrs *own, int family, const void *addr, char *reason,
+			size_t size)
+{
+	const uint8_t *a = addr, *v4 = NULL;
+	EmbeddedKind kind = _EMBEDDED_KIND_MAX;
+
+	if (family == AF_INET)
+		v4 = a;
+	else if (family == AF_INET6)
+		v4 = embedded_v4(a, &kind);
+	else
+		return false;
+	for (const struct ifaddrs *i = own; i; i = i->ifa_next) {
+		const struct sockaddr *sa = i->ifa_addr;
+		const char *ifname = i->ifa_name ?: "?";
+		char text[INET_ADDRSTRLEN];
+
+		if (!sa)
+			continue;
+		if (sa->sa_family == AF_INET6 && family == AF_INET6 &&
+		    memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, a, 16) == 0) {
+			snprintf(reason, size, "this host's own address (on %s)", ifname);
+			return true;
+		}
+		if (sa->sa_family != AF_INET || !v4 ||
+		    memcmp(&((const struct sockaddr_in *)sa)->sin_addr, v4, 4) != 0)
+			continue;
+		if (family == AF_INET)
+			snprintf(reason, size, "this host's own address (on %s)", ifname);
+		else
+			snprintf(reason, size, "the %s form of this host's own address %s (on %s)",
+				 embedded_kinds[kind].name,
+				 inet_ntop(AF_INET, v4, text, sizeof(text)) ?: "?", ifname);
+		return true;
+	}
+	return false;
+}
+
+EgressAddressClass egress_address_check(int family, const void *addr, const EgressCidr *test_cidr,
+					const struct ifaddrs *own, char *reason, size_t size)
+{
+	/* Internal first, for the better reason ("loopback" rather than "own" for 127.0.0.1);
+	 * the host's own addresses whatever the test block, which admits a test network, never
+	 * the host itself. */
+	if (egress_address_internal(family, addr, reason, size) &&
+	    !egress_cidr_contains(test_cidr, family, addr))
+		return EGRESS_ADDRESS_INTERNAL;
+	if (egress_address_own(own, family, addr, reason, size))
+		return EGRESS_ADDRESS_OWN;
+	return EGRESS_ADDRESS_OK;
 }
 
 int egress_cidr_parse(const char *s, EgressCidr *ret)

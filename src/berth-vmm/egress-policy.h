@@ -4,7 +4,8 @@
 /*
  * The egress dialer's decisions, with no I/O (docs/egress.md, "The host dialer"): the
  * --egress-allow patterns, the request line a guest sends on port 1026, and which
- * addresses are internal. egress-dialer.c does the resolving and connecting.
+ * addresses are internal or the host's own. egress-dialer.c does the resolving, lists the
+ * host's addresses, and connects.
  *
  * Patterns are network:host: scopes (SPEC 6.1): "hostglob", "hostglob:port" or
  * "hostglob:*". The scope is split at its LAST ':' only when what follows is digits or
@@ -108,6 +109,33 @@ int egress_request_parse(const char *line, size_t len, EgressTarget *ret, char *
  * for the list. Unknown families are internal.
  */
 bool egress_address_internal(int family, const void *addr, char *reason, size_t size);
+
+struct ifaddrs;
+
+/*
+ * egress_address_own() - whether @addr is one of the host's own addresses: an address of an
+ * interface in @own (a getifaddrs() list; NULL holds none), or the IPv4-mapped,
+ * IPv4-translated, NAT64 or 6to4 form of one. @reason gets e.g. "this host's own address
+ * (on eth0)". A service listening on 0.0.0.0 or [::] on the host answers there, and is not
+ * the guest's to reach.
+ */
+bool egress_address_own(const struct ifaddrs *own, int family, const void *addr, char *reason,
+			size_t size);
+
+typedef enum EgressAddressClass {
+	EGRESS_ADDRESS_OK,
+	EGRESS_ADDRESS_INTERNAL, /* egress_address_internal(), and not in the test block */
+	EGRESS_ADDRESS_OWN,	 /* egress_address_own(), whatever the test block */
+	_EGRESS_ADDRESS_CLASS_MAX,
+} EgressAddressClass;
+
+/*
+ * egress_address_check() - the dialer's whole check of one address it would connect to.
+ * Internal addresses are refused unless @test_cidr (may be NULL) holds them; the host's own
+ * addresses (@own, as for egress_address_own()) always are. @reason says why.
+ */
+EgressAddressClass egress_address_check(int family, const void *addr, const EgressCidr *test_cidr,
+					const struct ifaddrs *own, char *reason, size_t size);
 
 /* Parse "a.b.c.d/n" or "v6/n". Returns 0 or -EINVAL. */
 int egress_cidr_parse(const char *s, EgressCidr *ret);

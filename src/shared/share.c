@@ -133,10 +133,10 @@ typedef struct Walk {
 } Walk;
 
 /*
- * Check (and, with @w->l, measure) the directory @dfd, which is @rel under @w->root. Everything is
- * opened relative to its directory with O_NOFOLLOW and checked again on the descriptor, so
- * a name swapped for a symlink or a FIFO after the first look is refused, never followed
- * or blocked on.
+ * Check (and, with @w->l, measure) the directory @dfd, which is @rel under @w->root.
+ * Everything is opened relative to its directory with O_NOFOLLOW and checked again on the
+ * descriptor, so a name swapped for a symlink or a FIFO after the first look is refused,
+ * never followed or blocked on.
  */
 static int walk(Walk *w, int dfd, const char *rel, unsigned depth)
 {

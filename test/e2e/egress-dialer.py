@@ -4,7 +4,8 @@
 berth-vmm boots a real VM but connects its channel to this test (--channel-connect),
 which plays the guest and opens streams to port 1026 itself. The far end is a network
 namespace made here (a veth pair, 198.51.100.1 <-> 198.51.100.2) with an HTTP server, an
-echo server and a DNS server that never answers. berth-vmm runs in its own mount namespace
+echo server and a DNS server that never answers; 198.51.100.1, the host's end, is one of
+the host's own addresses, where this test listens on 0.0.0.0 as a host service would. berth-vmm runs in its own mount namespace
 with a test /etc/hosts and /etc/resolv.conf bind-mounted over the host's, so that names
 like allowed.test resolve to the namespace and internal.test to 10.0.0.1. Prints TAP."""
 import json
@@ -28,7 +29,7 @@ SERVERS = os.path.join(SRC, "test/e2e/fixtures/egress-servers.py")
 HELLO, OPEN, OPEN_OK, OPEN_FAIL, DATA, CLOSE, WINDOW, RESET = range(1, 9)
 EGRESS = 1026
 HOST_ADDR, NS_ADDR = "198.51.100.1", "198.51.100.2"
-PLAN = 39
+PLAN = 43
 results = []
 
 
@@ -208,10 +209,14 @@ HOSTS = f"""127.0.0.1 localhost
 ::ffff:10.0.0.1 mapped.test
 {NS_ADDR} mixed.test
 10.0.0.2 mixed.test
+{HOST_ADDR} self.test
+{NS_ADDR} selfmixed.test
+{HOST_ADDR} selfmixed.test
 """
 ALLOW = ["allowed.test", "ALLOWED.test:7777", "other.test:7777", "internal.test", "mapped.test",
          "mixed.test:7777", "nodns.test", "10.0.0.1:80", "127.0.0.1:22",
-         "169.254.169.254,100.64.0.1", "[::ffff:10.0.0.1]", f"{NS_ADDR}:7777"]
+         "169.254.169.254,100.64.0.1", "[::ffff:10.0.0.1]", f"{NS_ADDR}:7777",
+         "self.test:7777", "selfmixed.test:7777", f"{HOST_ADDR}:7777"]
 
 
 class Vmm:
@@ -318,7 +323,7 @@ def main():
         tap(eg.get("port") == 1026 and eg.get("maxConns") == 3 and eg.get("testAllowCidr") == "198.51.100.0/24"
             and "allowed.test:7777" in eg.get("allow", []) and "[::ffff:10.0.0.1]" in eg.get("allow", [])
             and "169.254.169.254" in eg.get("allow", []) and "100.64.0.1" in eg.get("allow", [])
-            and len(eg.get("allow", [])) == 13,
+            and len(eg.get("allow", [])) == 16,
             "the launcher reports the egress endpoint: port, normalised allowlist (a comma list split), "
             "cap, test setting", eg)
         tap(vmm.vm_json()["endpoints"]["egress"] == eg, "vm.json records the same")
@@ -386,6 +391,35 @@ def main():
         _, r = g.dial("mixed.test", 7777)
         tap(refused(r, "denied", "resolves to 10.0.0.2"),
             "a name with one public and one internal address is denied (any internal answer)", r)
+
+        # The host's own addresses: a service listening on 0.0.0.0 there is not the guest's
+        # to reach, although the test setting admits the block the address is in.
+        own = socket.socket()
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        own.bind(("0.0.0.0", 7777))
+        own.listen(8)
+        own.settimeout(0.5)
+        sid, r = g.dial("self.test", 7777)
+        g.close(sid)
+        tap(refused(r, "denied", f'"self.test" resolves to {HOST_ADDR}', "this host's own address",
+                    "never connects to the host it runs on"),
+            "a name that resolves to one of the host's own addresses is denied", r)
+        sid, r = g.dial(HOST_ADDR, 7777)
+        g.close(sid)
+        tap(refused(r, "denied", f"{HOST_ADDR} is this host's own address (on {netns.host_if})"),
+            "the literal of one of the host's own addresses is denied, although a pattern names it", r)
+        sid, r = g.dial("selfmixed.test", 7777)
+        g.close(sid)
+        tap(refused(r, "denied", f"resolves to {HOST_ADDR}", "this host's own address"),
+            "a name with one answer elsewhere and one of the host's own is denied", r)
+        try:
+            conn, peer = own.accept()
+            conn.close()
+            accepted = peer
+        except socket.timeout:
+            accepted = None
+        own.close()
+        tap(accepted is None, "and the host's service listening on 0.0.0.0 saw no connection", accepted)
 
         # Failures.
         t0 = time.time()

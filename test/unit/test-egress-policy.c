@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The egress dialer's decisions (src/berth-vmm/egress-policy.c): patterns, globs, default
- * ports, request lines, host names and every internal address range, at its edges. */
+ * ports, request lines, host names, every internal address range, at its edges, and the
+ * host's own addresses. */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -508,6 +510,142 @@ TEST(other_families)
 
 	ASSERT_TRUE(egress_address_internal(AF_UNIX, b, why, sizeof(why)));
 	ASSERT_TRUE(strstr(why, "not an IPv4 or IPv6") != NULL);
+}
+
+/* A getifaddrs() list as the kernel would give it: a link (AF_PACKET, no address here),
+ * an interface without an address, loopback, and public addresses of both families. */
+typedef struct FakeIf {
+	struct ifaddrs ifa[7];
+	struct sockaddr_in v4[3];
+	struct sockaddr_in6 v6[2];
+	struct sockaddr packet;
+} FakeIf;
+
+static void fake_if_init(FakeIf *f)
+{
+	static const struct {
+		const char *name, *addr;
+		int family;
+	} rows[] = {
+		{"eth0", NULL, AF_PACKET},
+		{"tun0", NULL, 0},
+		{"lo", "127.0.0.1", AF_INET},
+		{"eth0", "93.184.215.14", AF_INET},
+		{"eth1", "198.51.100.1", AF_INET},
+		{"lo", "::1", AF_INET6},
+		{"eth0", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", AF_INET6},
+	};
+	size_t n4 = 0, n6 = 0;
+
+	*f = (FakeIf){};
+	f->packet.sa_family = AF_PACKET;
+	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+		struct ifaddrs *a = &f->ifa[i];
+
+		a->ifa_name = (char *)rows[i].name;
+		a->ifa_next = i + 1 < ELEMENTSOF(rows) ? &f->ifa[i + 1] : NULL;
+		if (rows[i].family == AF_PACKET)
+			a->ifa_addr = &f->packet;
+		else if (rows[i].family == AF_INET) {
+			f->v4[n4].sin_family = AF_INET;
+			inet_pton(AF_INET, rows[i].addr, &f->v4[n4].sin_addr);
+			a->ifa_addr = (struct sockaddr *)&f->v4[n4++];
+		} else if (rows[i].family == AF_INET6) {
+			f->v6[n6].sin6_family = AF_INET6;
+			inet_pton(AF_INET6, rows[i].addr, &f->v6[n6].sin6_addr);
+			a->ifa_addr = (struct sockaddr *)&f->v6[n6++];
+		}
+	}
+}
+
+static bool own(const struct ifaddrs *list, const char *a, char *why)
+{
+	uint8_t b[16];
+	int family = strchr(a, ':') ? AF_INET6 : AF_INET;
+
+	if (inet_pton(family, a, b) != 1)
+		TEST_FAIL("bad test address %s", a);
+	why[0] = '\0';
+	return egress_address_own(list, family, b, why, EGRESS_REASON_MAX);
+}
+
+static void own_says(const struct ifaddrs *list, const char *a, const char *says)
+{
+	char why[EGRESS_REASON_MAX];
+
+	if (!own(list, a, why))
+		TEST_FAIL("%s: not one of the host's own", a);
+	if (!strstr(why, says))
+		TEST_FAIL("%s: \"%s\" does not say \"%s\"", a, why, says);
+}
+
+TEST(host_own_addresses)
+{
+	FakeIf f;
+	char why[EGRESS_REASON_MAX];
+
+	fake_if_init(&f);
+	own_says(f.ifa, "93.184.215.14", "this host's own address (on eth0)");
+	own_says(f.ifa, "198.51.100.1", "this host's own address (on eth1)");
+	own_says(f.ifa, "127.0.0.1", "(on lo)");
+	own_says(f.ifa, "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+		 "this host's own address (on eth0)");
+	own_says(f.ifa, "::1", "(on lo)");
+	/* What reaches an IPv4 address of the host by another name is the host too. */
+	own_says(f.ifa, "::ffff:93.184.215.14",
+		 "IPv4-mapped form of this host's own address 93.184.215.14 (on eth0)");
+	own_says(f.ifa, "::ffff:0:93.184.215.14", "IPv4-translated form of this host's own");
+	own_says(f.ifa, "64:ff9b::93.184.215.14", "NAT64 form of this host's own");
+	own_says(f.ifa, "2002:5db8:d70e::1", "6to4 form of this host's own address 93.184.215.14");
+	/* Neighbours are not the host. */
+	ASSERT_FALSE(own(f.ifa, "93.184.215.15", why));
+	ASSERT_FALSE(own(f.ifa, "93.184.215.13", why));
+	ASSERT_FALSE(own(f.ifa, "2606:2800:21f:cb07:6820:80da:af6b:8b2d", why));
+	ASSERT_FALSE(own(f.ifa, "::ffff:93.184.215.15", why));
+	ASSERT_FALSE(own(f.ifa, "2002:5db8:d70f::1", why));
+	/* The IPv6 address's last 4 bytes are not an IPv4 address of the host's. */
+	ASSERT_FALSE(own(f.ifa, "2606:2800:21f:cb07:6820:80da:5db8:d70e", why));
+	/* No list: nothing is the host's. */
+	ASSERT_FALSE(own(NULL, "93.184.215.14", why));
+	ASSERT_FALSE(egress_address_own(f.ifa, AF_UNIX, (uint8_t[16]){93, 184, 215, 14}, why,
+					sizeof(why)));
+}
+
+static EgressAddressClass check(const FakeIf *f, const EgressCidr *cidr, const char *a, char *why)
+{
+	uint8_t b[16];
+	int family = strchr(a, ':') ? AF_INET6 : AF_INET;
+
+	if (inet_pton(family, a, b) != 1)
+		TEST_FAIL("bad test address %s", a);
+	why[0] = '\0';
+	return egress_address_check(family, b, cidr, f ? f->ifa : NULL, why, EGRESS_REASON_MAX);
+}
+
+TEST(address_check)
+{
+	EgressCidr cidr;
+	FakeIf f;
+	char why[EGRESS_REASON_MAX];
+
+	fake_if_init(&f);
+	ASSERT_OK(egress_cidr_parse("198.51.100.0/24", &cidr));
+	ASSERT_EQ(check(&f, NULL, "93.184.215.15", why), EGRESS_ADDRESS_OK);
+	ASSERT_EQ(check(&f, NULL, "2606:4700::1111", why), EGRESS_ADDRESS_OK);
+	ASSERT_EQ(check(&f, NULL, "93.184.215.14", why), EGRESS_ADDRESS_OWN);
+	ASSERT_STREQ(why, "this host's own address (on eth0)");
+	ASSERT_EQ(check(&f, NULL, "::ffff:93.184.215.14", why), EGRESS_ADDRESS_OWN);
+	/* Internal first, for the better reason. */
+	ASSERT_EQ(check(&f, NULL, "127.0.0.1", why), EGRESS_ADDRESS_INTERNAL);
+	ASSERT_STREQ(why, "loopback (127.0.0.0/8)");
+	ASSERT_EQ(check(&f, NULL, "198.51.100.2", why), EGRESS_ADDRESS_INTERNAL);
+	/* The test setting admits its block, but never the host's own address in it. */
+	ASSERT_EQ(check(&f, &cidr, "198.51.100.2", why), EGRESS_ADDRESS_OK);
+	ASSERT_EQ(check(&f, &cidr, "198.51.100.1", why), EGRESS_ADDRESS_OWN);
+	ASSERT_STREQ(why, "this host's own address (on eth1)");
+	ASSERT_EQ(check(&f, &cidr, "10.0.0.1", why), EGRESS_ADDRESS_INTERNAL);
+	ASSERT_EQ(check(&f, &cidr, "::ffff:198.51.100.2", why), EGRESS_ADDRESS_INTERNAL);
+	ASSERT_EQ(check(NULL, NULL, "93.184.215.14", why), EGRESS_ADDRESS_OK);
 }
 
 TEST(cidr)

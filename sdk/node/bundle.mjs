@@ -20,7 +20,7 @@ import {
 	chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync,
 	realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync,
 } from "node:fs";
-import { createRequire } from "node:module";
+import { createRequire, isBuiltin } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -34,85 +34,230 @@ const BANNER = 'import { createRequire as __berthCreateRequire } from "node:modu
 
 export class BundleError extends Error {}
 
-/** node_modules directories that hold the SDK's own dependencies (esbuild, zod, …). */
-function sdkNodePaths() {
-	const out = [];
-	for (let d = SDK_DIR; ; d = dirname(d)) {
-		const nm = join(d, "node_modules");
-		if (existsSync(nm)) out.push(nm);
-		if (dirname(d) === d) break;
-	}
-	return out;
-}
+// The Berth checkout the SDK sits in (sdk/node), when it is one.
+const BERTH_ROOT = resolve(SDK_DIR, "..", "..");
+const OUTSIDE_RULE = "an app's share may hold only its own files and its node_modules";
+const SETUP_HINT = "run `npm ci` in the Berth checkout (or scripts/setup.sh)";
 
-async function loadEsbuild(appDir) {
-	const tries = [
-		() => import("esbuild"),
-		() => import(pathToFileURL(createRequire(join(appDir, "package.json")).resolve("esbuild")).href),
-	];
-	for (const t of tries) {
-		try {
-			const m = await t();
-			return m.default ?? m;
-		} catch {}
-	}
-	throw new BundleError("esbuild is not installed: run `npm ci` in the Berth checkout or `npm install esbuild` in the app");
-}
+const inside = (p, dir) => p === dir || p.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 
-async function loadYaml(appDir) {
+function realOrNull(p) {
 	try {
-		return await import("yaml");
+		return realpathSync(p);
 	} catch {
-		try {
-			return await import(pathToFileURL(createRequire(join(appDir, "package.json")).resolve("yaml")).href);
-		} catch {
-			throw new BundleError("the yaml package is not installed: run `npm ci` in the Berth checkout");
-		}
+		return null;
 	}
+}
+
+/**
+ * Berth's own node_modules: the SDK's and, in a Berth checkout, the checkout's. The
+ * bundler's tools and the SDK's dependencies come from these only, never from the app
+ * nor from whatever node_modules happens to lie above the checkout.
+ */
+function berthNodeModules() {
+	const dirs = [join(SDK_DIR, "node_modules")];
+	try {
+		if (JSON.parse(readFileSync(join(BERTH_ROOT, "package.json"), "utf8"))?.name === "berth")
+			dirs.push(join(BERTH_ROOT, "node_modules"));
+	} catch {}
+	return dirs.filter((d) => existsSync(d));
+}
+
+/** The real directories whose files are Berth's: the SDK and its node_modules. */
+function berthRoots() {
+	return [SDK_DIR, ...berthNodeModules()].map(realOrNull).filter(Boolean);
+}
+
+/**
+ * Check that the package Node would load for `import "<name>"` from a module in `fromDir`
+ * is Berth's own copy. Node looks for node_modules/<name> in fromDir and each parent; the
+ * first that exists wins, so one in the app or above the checkout would run on the host.
+ * Returns that package's real directory, or null when there is none.
+ */
+function berthPackage(name, fromDir) {
+	const roots = berthRoots();
+	for (let d = fromDir; ; d = dirname(d)) {
+		const candidate = join(d, "node_modules", name);
+		if (existsSync(candidate)) {
+			const real = realOrNull(candidate);
+			if (real && roots.some((r) => inside(real, r))) return real;
+			throw new BundleError(`the bundler would load ${name} from ${candidate}, which is not Berth's own copy: ${SETUP_HINT}`);
+		}
+		if (dirname(d) === d) return null;
+	}
+}
+
+async function loadEsbuild() {
+	const dir = berthPackage("esbuild", SDK_DIR);
+	if (!dir) throw new BundleError(`esbuild is not installed in Berth's checkout: ${SETUP_HINT}`);
+	// esbuild runs a native binary from its platform package, found the same way.
+	berthPackage(`@esbuild/${process.platform}-${process.arch}`, join(dir, "lib"));
+	const m = await import(pathToFileURL(createRequire(join(dir, "package.json")).resolve(dir)).href);
+	return m.default ?? m;
+}
+
+async function loadManifestModule() {
+	if (!berthPackage("yaml", join(SDK_DIR, "src")))
+		throw new BundleError(`the yaml package is not installed in Berth's checkout: ${SETUP_HINT}`);
+	return import("./src/manifest-load.mjs");
+}
+
+/**
+ * A regular file the share may copy from the app: its real path stays inside the app.
+ * Returns the real path; throws naming the link that leaves the app.
+ */
+function appFile(appDir, rel, what = rel) {
+	const abs = join(appDir, rel);
+	const real = realOrNull(abs);
+	if (!real) throw new BundleError(`${what} is a dangling symbolic link`);
+	if (!inside(real, realpathSync(appDir))) {
+		const link = firstLinkOut(appDir, abs);
+		throw new BundleError(
+			link
+				? `${link.rel} is a symbolic link to ${link.target}, outside the app directory; the share holds only the app's own files`
+				: `${what} is outside the app directory; the share holds only the app's own files`,
+		);
+	}
+	if (!statSync(real).isFile()) throw new BundleError(`${what} is not a regular file`);
+	return real;
+}
+
+/** The first symbolic link on the way from appDir to abs, if any (for error messages). */
+function firstLinkOut(appDir, abs) {
+	const rel = relative(appDir, abs);
+	if (rel.startsWith("..") || rel === "") return null;
+	let cur = appDir;
+	for (const part of rel.split(sep)) {
+		cur = join(cur, part);
+		let st;
+		try {
+			st = lstatSync(cur);
+		} catch {
+			return null;
+		}
+		if (st.isSymbolicLink()) return { rel: relative(appDir, cur), target: realOrNull(cur) ?? cur };
+	}
+	return null;
 }
 
 async function readManifest(appDir) {
-	const path = join(appDir, "berth.yml");
-	if (!existsSync(path)) throw new BundleError(`no berth.yml in ${appDir}`);
-	const { parseManifestText } = await import("./src/manifest-load.mjs").catch(async () => {
-		await loadYaml(appDir);
-		return import("./src/manifest-load.mjs");
-	});
+	if (!lstatSync(join(appDir, "berth.yml"), { throwIfNoEntry: false })) throw new BundleError(`no berth.yml in ${appDir}`);
+	const path = appFile(appDir, "berth.yml");
+	const { parseManifestText } = await loadManifestModule();
 	const { validateManifest } = await import("./src/manifest.mjs");
 	const { value, lineOf } = parseManifestText(readFileSync(path, "utf8"), "berth.yml");
 	return validateManifest(value ?? {}, { file: "berth.yml", path, lineOf });
 }
 
 function appEntry(appDir) {
+	let pkg = null;
 	try {
-		const pkg = JSON.parse(readFileSync(join(appDir, "package.json"), "utf8"));
-		if (pkg?.berth?.entry) {
-			const p = resolve(appDir, pkg.berth.entry);
-			if (!existsSync(p)) throw new BundleError(`package.json berth.entry ${pkg.berth.entry} does not exist`);
-			return p;
-		}
-	} catch (err) {
-		if (err instanceof BundleError) throw err;
+		pkg = JSON.parse(readFileSync(join(appDir, "package.json"), "utf8"));
+	} catch {}
+	const entry = pkg?.berth?.entry;
+	if (entry) {
+		if (typeof entry !== "string") throw new BundleError(`package.json berth.entry must be a path in the app`);
+		const what = `package.json berth.entry "${entry}"`;
+		if (!lstatSync(resolve(appDir, entry), { throwIfNoEntry: false })) throw new BundleError(`package.json berth.entry ${entry} does not exist`);
+		return appFile(appDir, relative(appDir, resolve(appDir, entry)), what);
 	}
-	for (const c of ENTRY_CANDIDATES) if (existsSync(join(appDir, c))) return join(appDir, c);
+	for (const c of ENTRY_CANDIDATES) if (lstatSync(join(appDir, c), { throwIfNoEntry: false })) return appFile(appDir, c);
 	throw new BundleError(`no app entry in ${appDir}: expected ${ENTRY_CANDIDATES.slice(0, 4).join(", ")} (or package.json "berth": {"entry": …})`);
 }
 
-/** esbuild plugin: find @berthos/sdk (the app's own copy, else this one) and refuse .node addons. */
+const INNER = "berth.inner";
+const SDK_EXPORTS = { "": "src/index.mjs", "/runtime": "runtime.mjs" };
+const isBare = (spec) => !/^(\.\.?(\/|$)|\/|#|[a-z][a-z0-9+.-]*:)/i.test(spec);
+
+/**
+ * esbuild plugin, the share's boundary: every module and every file an import pulls in
+ * (whatever its loader: js, json, text, bytes, css, …) is checked on its real path, which
+ * must lie inside the app or inside Berth's SDK and node_modules; Berth's own modules may
+ * reach only Berth's. @berthos/sdk is always Berth's copy, never one in the app's
+ * node_modules, and .node addons are refused.
+ */
 function berthPlugin(appDir) {
+	const app = realpathSync(appDir);
+	const berth = berthRoots();
+	const isBerth = (p) => berth.some((r) => inside(p, r));
+	const allowed = (p) => isBerth(p) || inside(p, app);
+	const show = (p) => {
+		if (inside(p, app) && !isBerth(p)) return relative(app, p) || p;
+		if (isBerth(p) && inside(p, BERTH_ROOT)) return relative(BERTH_ROOT, p);
+		return p;
+	};
+	// The link inside the app that an import went through to leave it, for the message.
+	const linkOnTheWay = (spec, resolveDir) => {
+		if (!isBare(spec)) return spec.startsWith("#") || /^[a-z][a-z0-9+.-]*:/i.test(spec) ? null : firstLinkOut(app, resolve(resolveDir, spec));
+		const pkg = spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
+		for (let d = resolveDir; inside(d, app); d = dirname(d)) {
+			const cand = join(d, "node_modules", pkg);
+			if (lstatSync(cand, { throwIfNoEntry: false })) return firstLinkOut(app, cand);
+			if (d === app) break;
+		}
+		return null;
+	};
 	return {
 		name: "berth",
 		setup(build) {
-			build.onResolve({ filter: /^@berthos\/sdk(\/.*)?$/ }, async (args) => {
-				if (args.pluginData?.berthInner) return undefined;
-				const r = await build.resolve(args.path, {
-					kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: { berthInner: true },
-				});
-				if (!r.errors.length) return { path: r.path, namespace: r.namespace, external: r.external, sideEffects: r.sideEffects };
-				const sub = args.path.slice("@berthos/sdk".length);
-				const map = { "": "src/index.mjs", "/runtime": "runtime.mjs" };
-				if (!(sub in map)) return { errors: [{ text: `@berthos/sdk has no export "${sub.slice(1)}"` }] };
-				return { path: join(SDK_DIR, map[sub]) };
+			build.onResolve({ filter: /.*/ }, async (args) => {
+				if (args.pluginData?.[INNER]) return undefined;
+				const fromBerth = args.namespace === "file" && args.importer !== "" && isBerth(args.importer);
+				const who = args.kind === "entry-point" ? "the app's entry point" : show(args.importer);
+				const sdk = /^@berthos\/sdk(\/.*)?$/.exec(args.path);
+				if (sdk) {
+					const file = SDK_EXPORTS[sdk[1] ?? ""];
+					if (!file) return { errors: [{ text: `@berthos/sdk has no export "${sdk[1].slice(1)}"` }] };
+					return { path: realpathSync(join(SDK_DIR, file)) };
+				}
+				const opts = {
+					kind: args.kind, importer: args.importer, namespace: args.namespace, resolveDir: args.resolveDir,
+					with: args.with, pluginData: { [INNER]: true },
+				};
+				let r = await build.resolve(args.path, opts);
+				if (r.errors.length) return { errors: r.errors, warnings: r.warnings };
+				if (r.external) {
+					if (r.path.startsWith("node:") || isBuiltin(r.path)) return { path: r.path, external: true, sideEffects: r.sideEffects };
+					return { errors: [{ text: `${who} imports "${args.path}", which would be loaded from outside the bundle at run time: ${OUTSIDE_RULE}` }] };
+				}
+				// data: URLs carry their content in the importing module itself.
+				if (r.namespace === "dataurl") return { path: r.path, namespace: r.namespace, sideEffects: r.sideEffects };
+				if (r.namespace !== "file") return { errors: [{ text: `${who} imports "${args.path}", which resolves outside the file system (${r.namespace})` }] };
+				let real = realOrNull(r.path);
+				let ok = real !== null && (fromBerth ? isBerth(real) : allowed(real));
+				const link = !ok && !fromBerth ? linkOnTheWay(args.path, args.resolveDir) : null;
+				if (!ok && !fromBerth && !link && isBare(args.path)) {
+					// A package from a node_modules above the app: Berth's copy stands in, if it has one.
+					const again = await build.resolve(args.path, { ...opts, importer: join(SDK_DIR, "bundle.mjs"), resolveDir: SDK_DIR });
+					const againReal = !again.errors.length && !again.external && again.namespace === "file" ? realOrNull(again.path) : null;
+					if (againReal && isBerth(againReal)) [r, real, ok] = [again, againReal, true];
+				}
+				if (!ok) {
+					let text;
+					if (fromBerth) text = `${who} imports "${args.path}", which resolves to ${real ?? r.path}, outside Berth's installation: ${SETUP_HINT}`;
+					else if (link) text = `${who} imports "${args.path}", but ${link.rel} is a symbolic link to ${link.target}, outside the app: ${OUTSIDE_RULE}`;
+					else if (isBare(args.path)) text = `${who} imports "${args.path}", which resolves to ${real ?? r.path}, outside the app: ${OUTSIDE_RULE}`;
+					else text = `${who} imports "${args.path}", which is outside the app: ${OUTSIDE_RULE}`;
+					return { errors: [{ text }] };
+				}
+				return { path: real, namespace: "file", sideEffects: r.sideEffects, suffix: r.suffix || undefined, pluginData: r.pluginData };
+			});
+			// Files esbuild finds without asking onResolve (the matches of a glob-style
+			// import such as require("./data/" + name)) are stopped here.
+			build.onLoad({ filter: /.*/, namespace: "file" }, (args) => {
+				const real = realOrNull(args.path);
+				if (!real || !allowed(real)) {
+					const link = firstLinkOut(app, args.path);
+					return {
+						errors: [{
+							text: link
+								? `${link.rel} is a symbolic link to ${link.target}, outside the app: ${OUTSIDE_RULE}`
+								: `the bundle would include ${args.path}, which is outside the app: ${OUTSIDE_RULE}`,
+						}],
+					};
+				}
+				if (!statSync(real).isFile()) return { errors: [{ text: `${show(real)} is not a regular file` }] };
+				return undefined;
 			});
 			build.onLoad({ filter: /\.node$/ }, (args) => ({
 				errors: [{
@@ -131,7 +276,7 @@ function esbuildOptions(appDir) {
 		target: "node18",
 		write: false,
 		absWorkingDir: appDir,
-		nodePaths: sdkNodePaths(),
+		nodePaths: berthNodeModules(),
 		banner: { js: BANNER },
 		minifyWhitespace: true,
 		minifySyntax: true,
@@ -153,7 +298,7 @@ function esbuildFailure(err, appDir) {
 }
 
 async function bundleNode(appDir, tmp, appEntryPath) {
-	const esbuild = await loadEsbuild(appDir);
+	const esbuild = await loadEsbuild();
 	const opts = esbuildOptions(appDir);
 	const files = {};
 	try {
@@ -163,7 +308,7 @@ async function bundleNode(appDir, tmp, appEntryPath) {
 	} catch (err) {
 		throw esbuildFailure(err, appDir);
 	}
-	files["berth.yml"] = readFileSync(join(appDir, "berth.yml"));
+	files["berth.yml"] = readFileSync(appFile(appDir, "berth.yml"));
 	files["proto/context_bus.proto"] = readFileSync(join(SDK_DIR, "proto", "context_bus.proto"));
 	return files;
 }

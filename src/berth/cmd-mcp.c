@@ -37,6 +37,7 @@
 #include "line-conn.h"
 #include "log.h"
 #include "macros.h"
+#include "mcp-framing.h"
 #include "mcp-tools.h"
 #include "parse-util.h"
 #include "paths.h"
@@ -45,8 +46,7 @@
 #include "vm-launch.h"
 
 #define PREFIX "[berth:mcp] "
-/* One JSON-RPC message from the client, and one RPC answer from the app. */
-#define MCP_MESSAGE_MAX (4u * 1024 * 1024)
+/* One RPC answer from the app (one message from the client: MCP_MESSAGE_MAX). */
 #define RPC_ANSWER_MAX (4u * 1024 * 1024)
 #define CALLS_MAX 64
 #define CALL_TIMEOUT_MS_DEFAULT (120 * 1000)
@@ -250,9 +250,7 @@ struct Mcp {
 	/* serving */
 	int out_fd;
 	EvLoop *loop;
-	char *in;
-	size_t in_len;
-	bool in_overlong;
+	McpFraming in;
 	bool input_closed; /* end of standard input: stop once no call is left */
 	Call *calls;
 	unsigned n_calls;
@@ -675,33 +673,32 @@ static void handle_request(Mcp *c, json_t *msg)
 	send_error(c, id, -32601, "Method not found");
 }
 
-static void handle_line(Mcp *c, const char *line, size_t len)
+static void handle_line(const char *line, size_t len, void *userdata)
 {
-	json_error_t err;
+	Mcp *c = userdata;
 	json_auto_t *msg = NULL;
+	char text[256];
+	json_t *id;
 
-	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
-		len--;
-	if (len == 0)
-		return;
-	msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
-	if (!msg) {
-		char text[256];
-
-		snprintf(text, sizeof(text), "Parse error: %s", err.text);
+	if (!line) {
+		snprintf(text, sizeof(text), "Parse error: a message over %u bytes was dropped",
+			 (unsigned)MCP_MESSAGE_MAX);
 		return send_error(c, NULL, -32700, text);
 	}
-	if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "jsonrpc")) ||
-	    !streq(json_string_value(json_object_get(msg, "jsonrpc")), "2.0")) {
-		/* Batches are not part of MCP since 2025-06-18. */
-		json_t *id = json_object_get(msg, "id");
-
+	switch (mcp_line_parse(line, len, &msg, text, sizeof(text))) {
+	case MCP_LINE_PARSE_ERROR:
+		return send_error(c, NULL, -32700, text);
+	case MCP_LINE_INVALID:
+		id = json_object_get(msg, "id");
 		return send_error(c, json_is_string(id) || json_is_integer(id) ? id : NULL, -32600,
 				  "Invalid Request: expected one JSON-RPC 2.0 object per line");
-	}
-	if (json_object_get(msg, "method"))
+	case MCP_LINE_REQUEST:
 		return handle_request(c, msg);
-	/* A response: we send the client no requests, so there is nothing to match. */
+	case MCP_LINE_EMPTY:
+	case MCP_LINE_RESPONSE: /* we send the client no requests: nothing to match */
+	case _MCP_LINE_KIND_MAX:
+		return;
+	}
 }
 
 static void stop_serving(Mcp *c)
@@ -719,8 +716,7 @@ static int on_stdin(EvSource *s, int fd, uint32_t revents, void *userdata)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (n <= 0) {
-		if (c->in_len > 0 && !c->in_overlong)
-			handle_line(c, c->in, c->in_len);
+		mcp_framing_end(&c->in, handle_line, c);
 		/* The client is done sending: answer what it asked, then end (a client that
 		 * wants out now sends a signal, as the SDK does after closing stdin). */
 		c->input_closed = true;
@@ -729,42 +725,7 @@ static int on_stdin(EvSource *s, int fd, uint32_t revents, void *userdata)
 			stop_serving(c);
 		return 0;
 	}
-	for (ssize_t i = 0; i < n;) {
-		char *nl = memchr(buf + i, '\n', (size_t)(n - i));
-		size_t chunk = nl ? (size_t)(nl - (buf + i)) : (size_t)(n - i);
-
-		if (!c->in_overlong && c->in_len + chunk > MCP_MESSAGE_MAX) {
-			c->in_overlong = true;
-			c->in_len = 0;
-		}
-		if (!c->in_overlong) {
-			char *p = realloc(c->in, c->in_len + chunk + 1);
-
-			if (!p) {
-				c->in_overlong = true;
-				c->in_len = 0;
-			} else {
-				c->in = p;
-				memcpy(c->in + c->in_len, buf + i, chunk);
-				c->in_len += chunk;
-			}
-		}
-		i += (ssize_t)chunk;
-		if (!nl)
-			break;
-		i++;
-		if (c->in_overlong) {
-			char text[128];
-
-			snprintf(text, sizeof(text),
-				 "Parse error: a message over %u bytes was dropped",
-				 (unsigned)MCP_MESSAGE_MAX);
-			send_error(c, NULL, -32700, text);
-		} else
-			handle_line(c, c->in, c->in_len);
-		c->in_overlong = false;
-		c->in_len = 0;
-	}
+	mcp_framing_feed(&c->in, buf, (size_t)n, handle_line, c);
 	return 0;
 }
 
@@ -1399,7 +1360,7 @@ out:
 	free(c.rpc_socket);
 	free(c.manifest_path);
 	free(c.client);
-	free(c.in);
+	mcp_framing_done(&c.in);
 	relay_stop();
 	return r < 0 ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,20 +31,78 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Run the bundler; its last line of output is a JSON verdict. */
+/* @path is @dir or lies below it (both absolute and without symlinks). */
+static bool path_is_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * node from an absolute $PATH entry, never one inside the app: a relative entry (".",
+ * "node_modules/.bin") is looked up in the directory berth was started from, which is often
+ * the app's own, and whatever an app ships must not run on the host.
+ */
+static int find_node(const char *app_real, char **ret)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *copy = NULL;
+	char *save = NULL;
+
+	if (!path || !*path)
+		return -ENOENT;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		_cleanup_free_ char *p = NULL, *real = NULL;
+		struct stat st;
+
+		if (d[0] != '/')
+			continue;
+		if (asprintf(&p, "%s/node", d) < 0)
+			return -ENOMEM;
+		if (stat(p, &st) < 0 || !S_ISREG(st.st_mode) || access(p, X_OK) < 0)
+			continue;
+		real = realpath(p, NULL);
+		if (!real || (app_real && path_is_under(real, app_real)))
+			continue;
+		*ret = TAKE_PTR(p);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Run the bundler; its last line of output is a JSON verdict. Only Berth's own bundler and
+ * the host's node run here: the bundler takes its tools from Berth's checkout alone. */
 static int run_bundler(const char *app_dir, const char *out_dir, char *err, size_t errlen)
 {
-	_cleanup_free_ char *bundler = NULL, *node = NULL, *out = NULL;
+	_cleanup_free_ char *found = NULL, *bundler = NULL, *node = NULL, *out = NULL,
+			    *app_real = realpath(app_dir, NULL);
 	_cleanup_(json_decrefp) json_t *verdict = NULL;
 	char *last;
 	int status, r;
 
-	if (berth_source_path("sdk/node/bundle.mjs", &bundler) < 0) {
+	if (berth_source_path("sdk/node/bundle.mjs", &found) < 0 ||
+	    !(bundler = realpath(found, NULL))) {
 		snprintf(err, errlen,
 			 "cannot find the SDK's bundler: set BERTH_SOURCE_DIR to a Berth checkout");
 		return -ENOENT;
 	}
-	if (find_executable_in_path("node", &node) < 0) {
+	if (app_real && path_is_under(bundler, app_real)) {
+		snprintf(err, errlen,
+			 "the bundler %s is inside the app's folder, and nothing of an app may run "
+			 "on the host: set BERTH_SOURCE_DIR to a Berth checkout outside it",
+			 bundler);
+		return -EPERM;
+	}
+	r = find_node(app_real, &node);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
 		snprintf(
 			err, errlen,
 			"node is not installed; bundling an app needs Node.js (apt-get install nodejs)");

@@ -25,15 +25,23 @@ libs=
 case "$target" in
 mux-frames) sources="src/basic/mux.c" ;;
 manifest)
-	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c"
+	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c"
 	libs="-lyaml -ljansson"
 	;;
 egress-head)
-	sources="src/egress-broker/rules.c src/egress-broker/http-head.c src/basic/fileio.c"
+	sources="src/egress-broker/rules.c src/egress-broker/http-head.c src/basic/fileio.c src/basic/host-glob.c"
 	libs="-ljansson"
 	;;
+egress-request)
+	sources="src/berth-vmm/egress-policy.c src/basic/host-glob.c"
+	libs="-ljansson"
+	;;
+mcp-stdin)
+	sources="src/berth/mcp-framing.c src/berth/mcp-tools.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c"
+	libs="-lyaml -ljansson -lm"
+	;;
 denial)
-	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c"
+	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c"
 	libs="-lyaml -ljansson -lm"
 	;;
 *)
@@ -52,7 +60,7 @@ cd "$root"
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker \
+	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/berth-vmm -Isrc/berth \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 
 exec "$out/fuzz-$target" -max_total_time="$seconds" -print_final_stats=1 \

@@ -119,14 +119,16 @@ test('with { type: "text" } (and "bytes", "json") of a file outside, with or wit
 	}
 });
 
-test("require(), dynamic import() and CSS @import of a file outside are refused", () => {
+test("require(), dynamic import(), CSS @import and url() of a file outside are refused", () => {
 	const cases = [
 		[entry('const secret = require("../../outside/canary.txt");'), refusedImport("../../outside/canary.txt")],
 		[entry('const secret = () => import("../../outside/canary.json");'), refusedImport("../../outside/canary.json")],
 		[entry('import "./style.css"; const secret = 1;'), refusedImport("../../outside/canary.css", "src/style.css")],
+		[entry('import "./url.css"; const secret = 1;'), refusedImport("../../outside/canary.txt", "src/url.css")],
 	];
+	const files = { "src/style.css": '@import "../../outside/canary.css";\n', "src/url.css": "body { background: url(../../outside/canary.txt); }\n" };
 	for (const [index, message] of cases) {
-		const r = bundle(hostileApp({ index, files: { "src/style.css": '@import "../../outside/canary.css";\n' } }));
+		const r = bundle(hostileApp({ index, files }));
 		assertRefused(r, message);
 	}
 });

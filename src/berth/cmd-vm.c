@@ -253,9 +253,10 @@ static void print_log_line(const char *line, bool raw)
 }
 
 /*
- * A VM that stopped without a clean power-off keeps its run dir; its console mirrors the
- * guest log as "[src] line", so that is what is left to show. The dir stays for
- * 'berth vm status' to report.
+ * A VM that stopped without a clean power-off keeps its run dir, or, when the command that
+ * started it gave up on it, its logs under ~/.berth/runs/<boot id>/ (runs/latest-<name>
+ * points there). Its console mirrors the guest log as "[src] line", so that is what is
+ * left to show. A run dir stays for 'berth vm status' to report.
  */
 static int print_stopped_log(const char *name, const char *dir)
 {
@@ -263,7 +264,7 @@ static int print_stopped_log(const char *name, const char *dir)
 	char *save = NULL;
 
 	if (asprintf(&path, "%s/console.log", dir) < 0 ||
-	    read_full_file(path, 64 * 1024 * 1024, &text, NULL) < 0)
+	    read_file_tail(path, 64 * 1024 * 1024, &text) < 0)
 		return log_error("VM \"%s\" is not running and left no console log", name), 1;
 	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
 		if (l[0] == '[' && !strneq(l, "[event]", 7) && !strneq(l, "[ ", 2))
@@ -271,6 +272,26 @@ static int print_stopped_log(const char *name, const char *dir)
 	log_warning("VM \"%s\" is not running (%s); above is the guest log its console kept", name,
 		    reason ? reason : "stopped");
 	return 0;
+}
+
+/* The logs the last failed boot of @name left under ~/.berth/runs, or NULL. */
+static char *kept_logs_dir(const char *name)
+{
+	_cleanup_free_ char *home = berth_home(), *link = NULL;
+	char target[64], *dir = NULL;
+	ssize_t n;
+
+	if (!home || !vm_name_valid(name) || asprintf(&link, "%s/runs/latest-%s", home, name) < 0)
+		return NULL;
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return NULL;
+	target[n] = '\0';
+	/* A boot id, nothing else: the link must not lead anywhere else. */
+	if (strspn(target, "0123456789abcdef-") != (size_t)n ||
+	    asprintf(&dir, "%s/runs/%s", home, target) < 0)
+		return NULL;
+	return dir;
 }
 
 int cmd_vm_logs(int argc, char **argv)
@@ -303,6 +324,12 @@ int cmd_vm_logs(int argc, char **argv)
 	dir = berth_run_dir(argv[optind]);
 	if (dir && rundir_inspect(dir, &pid) == RUNDIR_STALE)
 		return print_stopped_log(argv[optind], dir);
+	if (dir && rundir_inspect(dir, &pid) == RUNDIR_ABSENT) {
+		_cleanup_free_ char *kept = kept_logs_dir(argv[optind]);
+
+		if (kept)
+			return print_stopped_log(argv[optind], kept);
+	}
 	free(dir);
 	dir = running_dir(argv[optind]);
 	if (!dir)

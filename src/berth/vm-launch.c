@@ -413,11 +413,17 @@ static void keep_logs(const VmLaunch *l)
 	_cleanup_(json_decrefp) json_t *vm = vm_json_load(l->run_dir);
 	_cleanup_free_ char *home = berth_home(), *dir = NULL;
 	const char *boot = json_string_value(json_object_get(vm, "bootId"));
-	static const char *const files[] = {"vmm.log", "console.log"};
+	static const char *const files[] = {"vmm.log", "console.log", "vm.json"};
+	_cleanup_free_ char *latest = NULL;
 
 	if (!boot || !home || asprintf(&dir, "%s/runs/%s", home, boot) < 0 ||
 	    mkdir_p(dir, 0700) < 0)
 		return;
+	/* `berth vm logs NAME` finds the last failed boot of NAME through this link. */
+	if (asprintf(&latest, "%s/runs/latest-%s", home, l->vm_name) >= 0) {
+		(void)unlink(latest);
+		(void)symlink(boot, latest);
+	}
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		_cleanup_free_ char *from = NULL, *to = NULL, *text = NULL;
 

@@ -36,6 +36,9 @@ egress-request)
 	sources="src/berth-vmm/egress-policy.c src/basic/host-glob.c"
 	libs="-ljansson"
 	;;
+guest-console)
+	sources="src/berth-vmm/vm-diag.c src/basic/line-split.c src/basic/linebuf.c"
+	;;
 mcp-stdin)
 	sources="src/berth/mcp-framing.c src/berth/mcp-tools.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c"
 	libs="-lyaml -ljansson -lm"

@@ -46,6 +46,9 @@ site="$tree/usr/lib/python3/dist-packages"
 rm -rf "$site/berth_sdk"
 (cd "$sdk_py" && find . -name __pycache__ -prune -o -type f -print0 | LC_ALL=C sort -z |
 	while IFS= read -r -d '' f; do install -D -m 0644 "$f" "$site/berth_sdk/$f"; done)
+# The capability model's tables (the C code is generated from the same file), beside the
+# modules, where berth_sdk/capability.py looks first.
+install -m 0644 "$here/../../sdk/capability-model.json" "$site/berth_sdk/capability-model.json"
 find "$site/berth_sdk" -type d -exec chmod 0755 {} +
 # In an empty environment: PYTHONOPTIMIZE or PYTHONPYCACHEPREFIX would change what is written.
 chroot "$tree" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C.UTF-8 /usr/bin/python3 -m compileall -q \

@@ -39,6 +39,12 @@ const BERTH_ROOT = resolve(SDK_DIR, "..", "..");
 const OUTSIDE_RULE = "an app's share may hold only its own files and its node_modules";
 const SETUP_HINT = "run `npm ci` in the Berth checkout (or scripts/setup.sh)";
 
+// The capability model's tables, which src/capability.mjs imports (the C implementation is
+// generated from the same file): the one file outside sdk/node that Berth's own modules
+// may reach. An app's modules may not.
+const CAPABILITY_MODEL = resolve(SDK_DIR, "..", "capability-model.json");
+const MODEL_MARK = "berth.capabilityModel";
+
 const inside = (p, dir) => p === dir || p.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 
 function realOrNull(p) {
@@ -181,6 +187,8 @@ function berthPlugin(appDir) {
 	const berth = berthRoots();
 	const isBerth = (p) => berth.some((r) => inside(p, r));
 	const allowed = (p) => isBerth(p) || inside(p, app);
+	const model = realOrNull(CAPABILITY_MODEL);
+	const isModel = (p) => model !== null && p === model;
 	const show = (p) => {
 		if (inside(p, app) && !isBerth(p)) return relative(app, p) || p;
 		if (isBerth(p) && inside(p, BERTH_ROOT)) return relative(BERTH_ROOT, p);
@@ -224,7 +232,7 @@ function berthPlugin(appDir) {
 				if (r.namespace === "dataurl") return { path: r.path, namespace: r.namespace, sideEffects: r.sideEffects };
 				if (r.namespace !== "file") return { errors: [{ text: `${who} imports "${args.path}", which resolves outside the file system (${r.namespace})` }] };
 				let real = realOrNull(r.path);
-				let ok = real !== null && (fromBerth ? isBerth(real) : allowed(real));
+				let ok = real !== null && (fromBerth ? isBerth(real) || isModel(real) : allowed(real));
 				const link = !ok && !fromBerth ? linkOnTheWay(args.path, args.resolveDir) : null;
 				if (!ok && !fromBerth && !link && isBare(args.path)) {
 					// A package from a node_modules above the app: Berth's copy stands in, if it has one.
@@ -240,13 +248,14 @@ function berthPlugin(appDir) {
 					else text = `${who} imports "${args.path}", which is outside the app: ${OUTSIDE_RULE}`;
 					return { errors: [{ text }] };
 				}
-				return { path: real, namespace: "file", sideEffects: r.sideEffects, suffix: r.suffix || undefined, pluginData: r.pluginData };
+				const pluginData = fromBerth && isModel(real) ? { [MODEL_MARK]: true } : r.pluginData;
+				return { path: real, namespace: "file", sideEffects: r.sideEffects, suffix: r.suffix || undefined, pluginData };
 			});
 			// Files esbuild finds without asking onResolve (the matches of a glob-style
 			// import such as require("./data/" + name)) are stopped here.
 			build.onLoad({ filter: /.*/, namespace: "file" }, (args) => {
 				const real = realOrNull(args.path);
-				if (!real || !allowed(real)) {
+				if (!real || !(allowed(real) || (isModel(real) && args.pluginData?.[MODEL_MARK]))) {
 					const link = firstLinkOut(app, args.path);
 					return {
 						errors: [{

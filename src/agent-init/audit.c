@@ -20,17 +20,22 @@ static char *line_from(json_t *obj)
 	return line;
 }
 
-char *audit_policy_applied(const char *boot_id, const AgentPolicy *p, RulesetStatus status,
+char *audit_policy_applied(const char *boot_id, const CapabilityPolicy *p, RulesetStatus status,
 			   int64_t timestamp)
 {
-	return line_from(
-		json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:b, s:O, s:O, s:s, s:I}", "source",
-			  "agent-init", "event", "capability_policy_applied", "bootId", boot_id,
-			  "app", p->app_name, "writePaths", p->write_paths, "readPaths",
-			  p->read_paths, "networkPorts", p->network_ports, "networkUnrestricted",
-			  (int)p->network_unrestricted, "bindPorts", p->bind_ports, "meshPeers",
-			  p->mesh_peers, "ruleset", ruleset_status_to_string(status), "timestamp",
-			  (json_int_t)timestamp));
+	_cleanup_(json_decrefp) json_t *doc = capability_policy_to_json(p);
+
+	if (!doc)
+		return NULL;
+	return line_from(json_pack(
+		"{s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:b, s:O, s:O, s:s, s:I}", "source",
+		"agent-init", "event", "capability_policy_applied", "bootId", boot_id, "app",
+		p->app_name, "writePaths", json_object_get(doc, "writePaths"), "readPaths",
+		json_object_get(doc, "readPaths"), "networkPorts",
+		json_object_get(doc, "networkPorts"), "networkUnrestricted",
+		(int)p->network_unrestricted, "bindPorts", json_object_get(doc, "bindPorts"),
+		"meshPeers", json_object_get(doc, "meshPeers"), "ruleset",
+		ruleset_status_to_string(status), "timestamp", (json_int_t)timestamp));
 }
 
 char *audit_capabilities_dropped(const char *boot_id, const char *app, bool dropped,

@@ -12,10 +12,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
+#include "inputs.h"
+#include "policy.h"
 #include "ruleset.h"
 
-char *audit_policy_applied(const char *boot_id, const AgentPolicy *p, RulesetStatus status,
+char *audit_policy_applied(const char *boot_id, const CapabilityPolicy *p, RulesetStatus status,
 			   int64_t timestamp);
 char *audit_capabilities_dropped(const char *boot_id, const char *app, bool dropped,
 				 int64_t timestamp);

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "config.h"
+#include "inputs.h"
 #include "fileio.h"
 #include "filters.h"
 #include "macros.h"
@@ -305,7 +305,8 @@ static int capability_last(void)
 	return cap - 1;
 }
 
-static int load_policy(const char *path, AgentPolicy *ret, char **reterr_message)
+/* The policy file through the one reader (policy.h): every field checked. */
+static int load_policy(const char *path, CapabilityPolicy **ret, char **reterr_message)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
@@ -315,24 +316,23 @@ static int load_policy(const char *path, AgentPolicy *ret, char **reterr_message
 	r = read_full_file(path, POLICY_FILE_SIZE_MAX, &text, &len);
 	if (r < 0)
 		return r;
-	return agent_policy_parse(text, len, ret, reterr_message);
+	return capability_policy_decode(text, len, ret, reterr_message);
 }
 
-static char *join(const json_t *a, const char *empty)
+static char *join(const PolicyStrings *a, const char *empty)
 {
 	char *buf = NULL;
-	size_t size = 0, i;
+	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);
-	json_t *v;
 
 	if (!f)
 		return NULL;
-	json_array_foreach(a, i, v) {
-		_cleanup_free_ char *s = printable(json_string_value(v));
+	for (size_t i = 0; i < a->n; i++) {
+		_cleanup_free_ char *s = printable(a->v[i]);
 
 		fprintf(f, "%s%s", i > 0 ? ", " : "", s ?: "?");
 	}
-	if (json_array_size(a) == 0)
+	if (a->n == 0)
 		fputs(empty, f);
 	if (fclose(f) != 0) {
 		free(buf);
@@ -377,23 +377,22 @@ static char *identity_lines(const Confinement *c)
 		c->app, c->id.uid, c->id.gid, groups, audit);
 }
 
-static char *landlock_lines(const Confinement *c, const AgentPolicy *p, const Ruleset *rs)
+static char *landlock_lines(const Confinement *c, const CapabilityPolicy *p, const Ruleset *rs)
 {
 	const char *status = ruleset_status_to_string(rs->status);
-	_cleanup_free_ char *granted = join(rs->granted_write, "(nothing)"),
-			    *declared = p->doc ? join(p->declared, "none") : NULL, *human = NULL,
-			    *audit =
-				    p->doc ? audit_policy_applied(c->boot_id, p, rs->status, c->now)
-					   : strdup("");
+	_cleanup_free_ char *granted = join(&rs->granted_write, "(nothing)"),
+			    *declared = p ? join(&p->declared, "none") : NULL, *human = NULL,
+			    *audit = p ? audit_policy_applied(c->boot_id, p, rs->status, c->now)
+				       : strdup("");
 
-	if (!granted || !audit || (p->doc && !declared))
+	if (!granted || !audit || (p && !declared))
 		return NULL;
 	if (rs->status == RULESET_NOT_ENFORCED)
 		human = format(
 			"[agent-init] NOT RESTRICTED \"%s\" — %s; the declared capabilities are recorded but not enforced (declared capabilities: %s)\n",
 			c->app,
-			p->doc ? "this kernel cannot apply a Landlock ruleset (Landlock ABI 0)"
-			       : "no capability policy was applied",
+			p ? "this kernel cannot apply a Landlock ruleset (Landlock ABI 0)"
+			  : "no capability policy was applied",
 			declared ?: "unknown");
 	else
 		human = format(
@@ -439,16 +438,16 @@ static char *seccomp_datagram_lines(const Confinement *c, bool have_policy)
 }
 
 /* Policy and Landlock. Returns the status; refuses (exits) where SPEC 4.5.1 says so. */
-static void prepare_landlock(Confinement *c, bool required, AgentPolicy *p, Ruleset *rs)
+static void prepare_landlock(Confinement *c, bool required, CapabilityPolicy **pp, Ruleset *rs)
 {
 	const char *path = getenv("BERTH_CAPABILITY_POLICY") ?: DEFAULT_POLICY_PATH;
 	_cleanup_free_ char *err = NULL, *reason = NULL, *ppath = printable(path);
 	int r;
 
-	r = load_policy(path, p, &err);
+	r = load_policy(path, pp, &err);
 	if (r >= 0) {
-		c->app = p->app_name;
-		r = ruleset_build(p, &c->id, ruleset_abi(), rs, &err);
+		c->app = (*pp)->app_name;
+		r = ruleset_build(*pp, &c->id, ruleset_abi(), rs, &err);
 	}
 	if (r < 0) {
 		reason = format("could not apply capability policy from %s (%s)", ppath ?: "?",
@@ -456,7 +455,7 @@ static void prepare_landlock(Confinement *c, bool required, AgentPolicy *p, Rule
 		if (required)
 			refuse(c->app, c->now, true, reason);
 		say("WARNING: %s — continuing unrestricted.", reason ?: "out of memory");
-		agent_policy_done(p);
+		*pp = capability_policy_free(*pp);
 		c->app = "unknown";
 		*rs = (Ruleset){.fd = -EBADF, .status = RULESET_NOT_ENFORCED};
 		return;
@@ -483,7 +482,7 @@ int main(int argc, char *argv[])
 	bool required = enforcement_required(getenv("BERTH_REQUIRE_ENFORCEMENT"));
 	_cleanup_free_ char *boot_id = printable(getenv("BERTH_BOOT_ID") ?: "unknown");
 	Confinement c = {.app = "unknown", .now = (int64_t)time(NULL), .ruleset_fd = -EBADF};
-	_cleanup_(agent_policy_done) AgentPolicy policy = {};
+	_cleanup_(capability_policy_freep) CapabilityPolicy *policy = NULL;
 	_cleanup_(ruleset_done) Ruleset rs = {.fd = -EBADF};
 	bool have_policy, no_network;
 	int r;
@@ -501,10 +500,9 @@ int main(int argc, char *argv[])
 		       "agent-init must run as root (it needs CAP_SETPCAP to empty the capability bounding set)");
 
 	prepare_landlock(&c, required, &policy, &rs);
-	have_policy = policy.doc != NULL;
-	no_network = have_policy && !policy.network_unrestricted &&
-		     json_array_size(policy.network_ports) == 0;
-	r = filters_build(have_policy && !policy.network_unrestricted, no_network, &c.filters);
+	have_policy = policy != NULL;
+	no_network = have_policy && !policy->network_unrestricted && policy->network_ports.n == 0;
+	r = filters_build(have_policy && !policy->network_unrestricted, no_network, &c.filters);
 	if (r < 0) {
 		_cleanup_free_ char *reason =
 			format("could not build the seccomp filters (%s)", strerror(-r));
@@ -519,7 +517,7 @@ int main(int argc, char *argv[])
 
 	c.caps_lines = capabilities_lines(&c);
 	c.uid_lines = identity_lines(&c);
-	c.landlock_lines = landlock_lines(&c, &policy, &rs);
+	c.landlock_lines = landlock_lines(&c, policy, &rs);
 	c.seccomp_base_lines = seccomp_base_lines(&c);
 	c.seccomp_datagram_lines = seccomp_datagram_lines(&c, have_policy);
 	if (!c.caps_lines || !c.uid_lines || !c.landlock_lines || !c.seccomp_base_lines ||

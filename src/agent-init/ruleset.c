@@ -12,7 +12,7 @@
 
 #include "macros.h"
 #include "missing-landlock.h"
-#include "policy.h"
+#include "mkdir-beneath.h"
 #include "ruleset.h"
 
 /* The "write set" of ABI 3 (SPEC 4.4). Execute and IoctlDev are never handled. */
@@ -44,7 +44,7 @@ void ruleset_done(Ruleset *r)
 {
 	safe_close(r->fd);
 	free(r->missing);
-	json_decref(r->granted_write);
+	policy_strings_done(&r->granted_write);
 	*r = (Ruleset){.fd = -EBADF};
 }
 
@@ -135,7 +135,7 @@ static void strip_to_abi(Ruleset *r)
 }
 
 /* What the policy asks for, the ABI's share of it, and the honest status of the result. */
-static int rights_for_abi(const AgentPolicy *p, Ruleset *r)
+static int rights_for_abi(const CapabilityPolicy *p, Ruleset *r)
 {
 	uint64_t want_fs = ACCESS_FS_WRITE_SET, want_net = 0;
 	_cleanup_free_ char *buf = NULL;
@@ -143,7 +143,7 @@ static int rights_for_abi(const AgentPolicy *p, Ruleset *r)
 	bool first = true;
 	FILE *f;
 
-	if (json_array_size(p->read_paths) > 0)
+	if (p->read_paths.n > 0)
 		want_fs |= ACCESS_FS_READ;
 	if (!p->network_unrestricted)
 		want_net = ACCESS_NET_TCP;
@@ -171,39 +171,17 @@ static int rights_for_abi(const AgentPolicy *p, Ruleset *r)
 	return 0;
 }
 
-/* mkdir -p as root, one component at a time, never through a symlink; what it creates goes
- * to the app. */
+/* mkdir -p as root, never through a symlink; what it creates goes to the app. */
 static void create_write_path(const char *path, const AppIdentity *id)
 {
-	_cleanup_close_ int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_free_ char *copy = strdup(path);
-	char *save = NULL;
+	char bad[256] = "";
+	int fd = mkdir_beneath(path, 0755, id->set ? id->uid : (uid_t)-1,
+			       id->set ? id->gid : (gid_t)-1, NULL, bad, sizeof(bad));
 
-	if (dir < 0 || !copy) {
-		warn("couldn't create \"%s\" ahead of granting write access (%s)", path,
-		     strerror(copy ? errno : ENOMEM));
-		return;
-	}
-	for (char *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
-		int next = openat(dir, seg, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (next < 0 && errno == ENOENT) {
-			if (mkdirat(dir, seg, 0755) < 0 && errno != EEXIST)
-				goto fail;
-			if (id->set &&
-			    fchownat(dir, seg, id->uid, id->gid, AT_SYMLINK_NOFOLLOW) < 0)
-				warn("created \"%s\" but couldn't give it to uid %u (%s) — writes there will fail with EACCES despite the Landlock grant",
-				     path, id->uid, strerror(errno));
-			next = openat(dir, seg, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (next < 0)
-			goto fail;
-		safe_close(dir);
-		dir = next;
-	}
-	return;
-fail:
-	warn("couldn't create \"%s\" ahead of granting write access (%s)", path, strerror(errno));
+	if (fd < 0)
+		warn("couldn't create \"%s\" ahead of granting write access (\"%s\": %s)", path,
+		     bad, strerror(-fd));
+	safe_close(fd);
 }
 
 static bool is_device_path(const char *path)
@@ -237,7 +215,7 @@ static int add_path_rule(int ruleset_fd, int fd, uint64_t access)
 		missing_landlock_add_rule(ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &attr, 0));
 }
 
-static int add_port_rule(int ruleset_fd, json_int_t port, uint64_t access)
+static int add_port_rule(int ruleset_fd, int port, uint64_t access)
 {
 	struct landlock_net_port_attr attr = {.allowed_access = access, .port = (uint64_t)port};
 
@@ -254,21 +232,19 @@ static uint64_t rights_for_fd(int fd, uint64_t dir_rights, uint64_t file_mask)
 	return dir_rights & file_mask;
 }
 
-static int add_write_rules(const AgentPolicy *p, const AppIdentity *id, Ruleset *r,
+static int add_write_rules(const CapabilityPolicy *p, const AppIdentity *id, Ruleset *r,
 			   char **reterr_message)
 {
 	uint64_t write = r->handled_fs & ACCESS_FS_WRITE_SET;
-	size_t i;
-	json_t *v;
 
-	json_array_foreach(p->write_paths, i, v) {
-		const char *path = json_string_value(v);
+	for (size_t i = 0; i < p->write_paths.n; i++) {
+		const char *path = p->write_paths.v[i];
 		_cleanup_close_ int fd = -EBADF;
 		struct stat st;
 		int k;
 
-		if (!policy_write_path_allowed(path, json_string_length(v), p->app_name)) {
-			warn("refusing to create or grant write access to \"%s\" — outside the allowed prefixes " POLICY_ALLOWED_PREFIXES_TEXT
+		if (!capability_write_path_allowed(path, strlen(path), p->app_name)) {
+			warn("refusing to create or grant write access to \"%s\" — outside the allowed prefixes " CAPABILITY_FS_PREFIXES_TEXT
 			     " (plus /run/berth/%s). Fix the filesystem:write capability in berth.yml.",
 			     path, p->app_name);
 			continue;
@@ -287,21 +263,19 @@ static int add_write_rules(const AgentPolicy *p, const AppIdentity *id, Ruleset 
 		if (k < 0)
 			return failf(reterr_message, k, "landlock_add_rule(\"%s\"): %s", path,
 				     strerror(-k));
-		if (json_array_append(r->granted_write, v) < 0)
-			return -ENOMEM;
+		k = policy_strings_add(&r->granted_write, path, strlen(path));
+		if (k < 0)
+			return k;
 	}
 	return 0;
 }
 
-static int add_read_rules(const AgentPolicy *p, Ruleset *r, char **reterr_message)
+static int add_read_rules(const CapabilityPolicy *p, Ruleset *r, char **reterr_message)
 {
-	size_t i;
-	json_t *v;
-
 	if (!(r->handled_fs & ACCESS_FS_READ))
 		return 0;
-	json_array_foreach(p->read_paths, i, v) {
-		const char *path = json_string_value(v);
+	for (size_t i = 0; i < p->read_paths.n; i++) {
+		const char *path = p->read_paths.v[i];
 		_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
 		int k;
 
@@ -319,43 +293,38 @@ static int add_read_rules(const AgentPolicy *p, Ruleset *r, char **reterr_messag
 	return 0;
 }
 
-static int add_net_rules(const AgentPolicy *p, Ruleset *r, char **reterr_message)
+static int add_net_rules(const CapabilityPolicy *p, Ruleset *r, char **reterr_message)
 {
 	const struct {
-		json_t *ports;
+		const PolicyPorts *ports;
 		uint64_t access;
 	} lists[] = {
-		{p->network_ports, LANDLOCK_ACCESS_NET_CONNECT_TCP},
-		{p->bind_ports, LANDLOCK_ACCESS_NET_BIND_TCP},
+		{&p->network_ports, LANDLOCK_ACCESS_NET_CONNECT_TCP},
+		{&p->bind_ports, LANDLOCK_ACCESS_NET_BIND_TCP},
 	};
 
 	if (!r->handled_net)
 		return 0;
 	for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
-		size_t i;
-		json_t *v;
-
-		json_array_foreach(lists[l].ports, i, v) {
-			int k = add_port_rule(r->fd, json_integer_value(v), lists[l].access);
+		for (size_t i = 0; i < lists[l].ports->n; i++) {
+			int port = lists[l].ports->v[i];
+			int k = add_port_rule(r->fd, port, lists[l].access);
 
 			if (k < 0)
-				return failf(reterr_message, k, "landlock_add_rule(port %lld): %s",
-					     (long long)json_integer_value(v), strerror(-k));
+				return failf(reterr_message, k, "landlock_add_rule(port %d): %s",
+					     port, strerror(-k));
 		}
 	}
 	return 0;
 }
 
-int ruleset_build(const AgentPolicy *policy, const AppIdentity *id, int abi, Ruleset *ret,
+int ruleset_build(const CapabilityPolicy *policy, const AppIdentity *id, int abi, Ruleset *ret,
 		  char **reterr_message)
 {
 	_cleanup_(ruleset_done) Ruleset r = {.fd = -EBADF, .abi = abi};
 	int k;
 
 	*reterr_message = NULL;
-	r.granted_write = json_array();
-	if (!r.granted_write)
-		return -ENOMEM;
 	k = rights_for_abi(policy, &r);
 	if (k < 0)
 		return k;

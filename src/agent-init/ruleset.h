@@ -8,10 +8,10 @@
  * prefix, as they happen.
  */
 
-#include <jansson.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "inputs.h"
+#include "policy.h"
 
 typedef enum RulesetStatus {
 	RULESET_NOT_ENFORCED,
@@ -30,7 +30,7 @@ typedef struct Ruleset {
 	RulesetStatus status; /* what landlock_restrict_self() on @fd will give */
 	uint64_t handled_fs, handled_net, scoped;
 	char *missing; /* the rights the policy needs that this ABI lacks, ", "-joined, or NULL */
-	json_t *granted_write; /* the write paths that got a rule, in policy order */
+	PolicyStrings granted_write; /* the write paths that got a rule, in policy order */
 } Ruleset;
 
 void ruleset_done(Ruleset *r);
@@ -57,5 +57,5 @@ int ruleset_abi(void);
  * planted in a persistent directory cannot redirect a grant.
  * Returns 0, or -errno when the ruleset cannot be made (then nothing is enforced).
  */
-int ruleset_build(const AgentPolicy *policy, const AppIdentity *id, int abi, Ruleset *ret,
+int ruleset_build(const CapabilityPolicy *policy, const AppIdentity *id, int abi, Ruleset *ret,
 		  char **reterr_message);

@@ -61,8 +61,8 @@ typedef struct PendingRpc {
 
 struct App {
 	unsigned index;
-	char name[33];
-	char dir[64];	 /* the share's mount point */
+	char name[CAPABILITY_APP_NAME_MAX + 1];
+	char dir[80];	 /* the share's mount point */
 	char socket[96]; /* /run/berth/<name>/rpc.sock */
 	bool python;
 	bool egress; /* the one app the egress broker serves */
@@ -87,18 +87,6 @@ static EvSource *pending_timer;
 static int egress_app = -1; /* index of the app the egress broker serves */
 static bool launching;	    /* waiting for the egress broker before starting the apps */
 static void (*launch_none_started)(void);
-
-static int tag_valid(const char *t)
-{
-	size_t n = strlen(t);
-
-	if (n == 0 || n > 32)
-		return 0;
-	for (const char *c = t; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
-			return 0;
-	return 1;
-}
 
 static int mount_share(App *a)
 {
@@ -127,29 +115,33 @@ static bool share_is_python(const App *a)
 	return read_full_file(path, 64, &text, NULL) >= 0 && strneq(text, "python", 6);
 }
 
-int apps_prepare(EvLoop *loop, const json_t *secrets)
+int apps_prepare(EvLoop *loop, const json_t *plan, const json_t *secrets)
 {
-	const char *plan = getenv("BERTH_VM_APPS");
-	_cleanup_free_ char *copy = plan ? strdup(plan) : NULL;
-	char *save = NULL;
+	const json_t *list = json_object_get(plan, "apps"), *entry;
+	size_t k;
 	int r;
 
 	apps_loop = loop;
 	apps_secrets = secrets;
-	if (!plan || !*plan)
-		return 0;
-	if (!copy)
-		return -ENOMEM;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	if (json_array_size(list) > APPS_MAX) {
+		journal_logf("boot plan: more than %d apps", APPS_MAX);
+		return -EINVAL;
+	}
+	/* The host compiled and named every app (boot-disk.h); this checks what it relies on. */
+	json_array_foreach(list, k, entry) {
+		const char *name = json_string_value(json_object_get(entry, "name"));
+		const char *share = json_string_value(json_object_get(entry, "share"));
+		char want[24];
 		App *a;
 
-		if (n_apps >= APPS_MAX || !tag_valid(t)) {
-			journal_logf("BERTH_VM_APPS: invalid or too many app names");
+		snprintf(want, sizeof(want), "app%u", (unsigned)k);
+		if (!capability_app_name_valid(name) || !share || !streq(share, want)) {
+			journal_logf("boot plan: app %zu has no valid name or share", k);
 			return -EINVAL;
 		}
 		for (unsigned i = 0; i < n_apps; i++)
-			if (streq(apps[i].name, t)) {
-				journal_logf("BERTH_VM_APPS: app \"%s\" listed twice", t);
+			if (streq(apps[i].name, name)) {
+				journal_logf("boot plan: app \"%s\" listed twice", name);
 				return -EINVAL;
 			}
 		a = &apps[n_apps];
@@ -157,11 +149,12 @@ int apps_prepare(EvLoop *loop, const json_t *secrets)
 			   .uid = APP_UID_BASE + n_apps,
 			   .out.fd = -EBADF,
 			   .err.fd = -EBADF};
-		snprintf(a->name, sizeof(a->name), "%s", t);
+		snprintf(a->name, sizeof(a->name), "%s", name);
 		n_apps++;
 	}
 	for (unsigned i = 0; i < n_apps; i++) {
 		App *a = &apps[i];
+		const json_t *entry_i = json_array_get(list, i);
 
 		/* One app lives at /app; several at /app/<name>. */
 		snprintf(a->dir, sizeof(a->dir), n_apps == 1 ? "/app" : "/app/%s", a->name);
@@ -171,9 +164,10 @@ int apps_prepare(EvLoop *loop, const json_t *secrets)
 			return r;
 		a->python = share_is_python(a);
 		a->reports = json_object();
-		/* A policy that cannot be compiled refuses this app, not the VM. */
-		if (confine_compile_policy(a->name, a->dir, a->uid, &a->conf, a->refused,
-					   sizeof(a->refused)) < 0)
+		/* A policy that does not check out refuses this app, not the VM. */
+		if (confine_install_policy(a->name, a->uid, json_object_get(entry_i, "policy"),
+					   json_object_get(entry_i, "warnings"), &a->conf,
+					   a->refused, sizeof(a->refused)) < 0)
 			a->state = APP_REFUSED;
 	}
 	return 0;
@@ -209,25 +203,37 @@ static int make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid)
 	return 0;
 }
 
+static void refuse(App *a, const char *event, const char *why);
+
+/* Every app's declared write paths, before any app starts; an app whose path cannot be
+ * made (a symlink an app left in the way, say) is refused, and the others go on. */
 static int precreate_write_paths(void)
 {
+	static char why[APPS_MAX][CONFINE_WHY_MAX];
 	const char *names[APPS_MAX];
 	const AppConfinement *confs[APPS_MAX];
+	App *owners[APPS_MAX];
 	uid_t uids[APPS_MAX];
 	size_t n = 0;
 	int r;
 
 	for (unsigned i = 0; i < n_apps; i++) {
-		if (!apps[i].conf.policy)
+		if (!apps[i].conf.policy || apps[i].state == APP_REFUSED)
 			continue;
 		names[n] = apps[i].name;
 		confs[n] = &apps[i].conf;
+		owners[n] = &apps[i];
 		uids[n++] = apps[i].uid;
 	}
-	r = confine_precreate(names, confs, uids, n);
-	if (r < 0)
+	r = confine_precreate(names, confs, uids, n, why);
+	if (r < 0) {
 		journal_logf("cannot create the declared write paths: %s", strerror(-r));
-	return r;
+		return r;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (why[i][0])
+			refuse(owners[i], "app_refused", why[i]);
+	return 0;
 }
 
 static bool strict_cgroups(void)
@@ -330,13 +336,11 @@ static void plan_egress(void)
 		}
 	{
 		App *a = &apps[egress_app];
-		const json_t *ports = json_object_get(a->conf.policy, "networkPorts");
-		bool reach = json_is_true(json_object_get(a->conf.policy, "networkUnrestricted"));
-		size_t k;
-		json_t *p;
+		const PolicyPorts *ports = &a->conf.policy->network_ports;
+		bool reach = a->conf.policy->network_unrestricted;
 
-		json_array_foreach(ports, k, p)
-			reach |= json_integer_value(p) == 8090;
+		for (size_t k = 0; k < ports->n; k++)
+			reach |= ports->v[k] == 8090;
 		if (!reach) {
 			char line[256];
 
@@ -461,7 +465,7 @@ static void take_agent_init_report(App *a, const char *line, size_t len)
 static void output_line(Output *o, const char *line, size_t len)
 {
 	App *a = o->app;
-	char needle[64];
+	char needle[CAPABILITY_APP_NAME_MAX + 16];
 
 	journal_log(a->name, o->stream, line, len);
 	if (a->state != APP_STARTING || !streq(o->stream, "stderr"))

@@ -10,7 +10,7 @@
 
 /*
  * The apps of this VM: their identities, processes, logs, readiness and RPC relays.
- * App i (the order of BERTH_VM_APPS) runs as uid/gid 10000+i, user berth-<name>, from
+ * App i (the order of the boot plan) runs as uid/gid 10000+i, user berth-<name>, from
  * its read-only share (/app for a single app, /app/<name> for several), with an
  * environment built from scratch, and is reached from the host on channel port 5000+i.
  */
@@ -19,8 +19,9 @@
 #define APP_UID_BASE 10000
 #define BERTH_GROUP_GID 9999
 
-/* Read the plan (BERTH_VM_APPS) and mount the shares. */
-int apps_prepare(EvLoop *loop, const json_t *secrets);
+/* Take the apps from the boot plan (boot-disk.h), mount their shares and install their
+ * policies. */
+int apps_prepare(EvLoop *loop, const json_t *plan, const json_t *secrets);
 /* Per-app users and groups in tmpfs copies of /etc/passwd and /etc/group, and the
  * per-app directories. */
 int apps_setup_identities(void);

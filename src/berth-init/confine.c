@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,66 +13,54 @@
 #include "fileio.h"
 #include "journal.h"
 #include "macros.h"
-#include "manifest.h"
-#include "policy.h"
+#include "mkdir-beneath.h"
 
 #define BERTH_GID 9999
-/* The only cgroup files ever written, and what their values may look like. */
-static const char *const cgroup_keys[] = {"cpu.max", "cpu.weight", "memory.max", "memory.swap.max",
-					  "pids.max"};
+#define WARNINGS_MAX 64	      /* compiler warnings logged per app */
+#define WARNING_LINE_MAX 2048 /* bytes of each */
 
-static const char *warning_app;
-
-static void policy_warning(const char *line, void *userdata)
+int confine_install_policy(const char *name, uid_t uid, const json_t *policy,
+			   const json_t *warnings, AppConfinement *ret, char *why, size_t whylen)
 {
-	journal_log(warning_app ? warning_app : "berth-init", "policy", line, strlen(line));
-}
-
-int confine_compile_policy(const char *name, const char *dir, uid_t uid, AppConfinement *ret,
-			   char *why, size_t whylen)
-{
-	_cleanup_free_ char *manifest_path = NULL, *summary = NULL, *line = NULL;
-	_cleanup_(json_decrefp) json_t *norm = NULL;
-	ManifestError merr = {};
-	Manifest *m = NULL;
-	json_t *policy = NULL;
+	_cleanup_(capability_policy_freep) CapabilityPolicy *p = NULL;
+	_cleanup_free_ char *summary = NULL, *line = NULL, *err = NULL;
 	uint64_t size;
+	size_t i;
+	json_t *w;
 	int r;
 
-	if (asprintf(&manifest_path, "%s/berth.yml", dir) < 0)
-		return -ENOMEM;
-	r = manifest_load_at(AT_FDCWD, manifest_path, &m, &merr);
+	/* What the compiler said on the host, in the app's log where its author looks. */
+	json_array_foreach(warnings, i, w) {
+		if (i >= WARNINGS_MAX || !json_is_string(w))
+			break;
+		journal_log(name, "policy", json_string_value(w),
+			    MIN(json_string_length(w), (size_t)WARNING_LINE_MAX));
+	}
+	r = capability_policy_from_json(policy, &p, &err);
 	if (r < 0) {
-		snprintf(why, whylen, "%s", merr.text ? merr.text : strerror(-r));
-		manifest_error_done(&merr);
+		snprintf(why, whylen, "the capability policy from the host is not valid: %s",
+			 err ? err : strerror(-r));
 		return r;
 	}
-	norm = manifest_to_json(m);
-	manifest_free(m);
-	if (!norm)
-		return -ENOMEM;
-	warning_app = name;
-	policy_set_warning_sink(policy_warning, NULL);
-	r = policy_compile(name, json_object_get(norm, "capabilities"),
-			   json_object_get(norm, "resources"), dir, &policy, &summary);
-	warning_app = NULL;
-	if (r < 0) {
-		snprintf(why, whylen, "cannot compile the capability policy: %s", strerror(-r));
-		return r;
+	if (!streq(p->app_name, name)) {
+		snprintf(why, whylen,
+			 "the capability policy from the host is \"%s\"'s, not this app's",
+			 p->app_name);
+		return -EINVAL;
 	}
 	(void)mkdir("/run/berth", 0755);
 	(void)mkdir(POLICY_DIR, 0755);
 	snprintf(ret->policy_path, sizeof(ret->policy_path), POLICY_DIR "/%s.json", name);
-	r = policy_write(ret->policy_path, policy, (gid_t)uid);
+	r = capability_policy_write(ret->policy_path, p, (gid_t)uid);
 	/* What is hashed is exactly the bytes agent-init will read. */
 	if (r >= 0)
 		r = sha256_file_hex(ret->policy_path, ret->policy_sha256, &size);
 	if (r < 0) {
-		json_decref(policy);
 		snprintf(why, whylen, "cannot write %s: %s", ret->policy_path, strerror(-r));
 		return r;
 	}
-	ret->policy = policy;
+	summary = capability_policy_summary(p);
+	ret->policy = TAKE_PTR(p);
 	if (asprintf(&line, "[berth:capability-policy] wrote %s: %s", ret->policy_path, summary) >=
 	    0)
 		journal_log(name, "policy", line, strlen(line));
@@ -85,37 +74,73 @@ int confine_compile_policy(const char *name, const char *dir, uid_t uid, AppConf
  * /tmp/<app>, /run/berth/<app>) are made elsewhere. */
 static bool precreatable(const char *p)
 {
-	static const char *const roots[] = {"/workspace", "/context", "/tmp", "/app"};
+	size_t n = strlen(p);
 
-	if (strstr(p, "node_modules") || strchr(p, '*'))
+	if (strstr(p, "node_modules") || strchr(p, '*') || streq(p, "/tmp") || streq(p, "/app"))
 		return false;
-	for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
-		size_t n = strlen(roots[i]);
-
-		if (strneq(p, roots[i], n) && (p[n] == '\0' || p[n] == '/'))
-			return !streq(p, "/tmp") && !streq(p, "/app");
-	}
+	for (size_t i = 0; i < ELEMENTSOF(capability_fs_prefixes); i++)
+		if (capability_path_beneath(p, n, capability_fs_prefixes[i]))
+			return true;
 	return false;
 }
 
+/*
+ * Create @path, an allowed write path, one component at a time from "/", as root, and
+ * give the last one to @uid:@gid with @mode when it was made now (or is one of our own
+ * mounts, fresh every boot). No component may be a symlink: a link the app left in
+ * /workspace on an earlier boot is refused, never followed (it would make root create and
+ * give away a directory outside the app's scopes).
+ */
+static int create_write_path(const char *path, uid_t uid, gid_t gid, mode_t mode, char *why,
+			     size_t whylen)
+{
+	_cleanup_close_ int dir = -EBADF, fd = -EBADF;
+	char bad[256] = "";
+	bool created = false;
+	int r;
+
+	dir = mkdir_beneath(path, 0755, (uid_t)-1, (gid_t)-1, &created, bad, sizeof(bad));
+	if (dir < 0) {
+		snprintf(
+			why, whylen,
+			"cannot create %s: \"%s\" in it is %s; berth-init never follows a link there (remove it from the state disk, or change the filesystem:write: line)",
+			path, bad,
+			dir == -ELOOP	  ? "a symbolic link"
+			: dir == -ENOTDIR ? "not a directory"
+					  : strerror(-dir));
+		return dir;
+	}
+	if (!created && !streq(path, "/workspace") && !streq(path, "/context"))
+		return 0; /* Existing paths stay as they are. */
+	/* fchown() and fchmod() want a real descriptor, not an O_PATH one. */
+	fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = fd < 0 ? -errno : RET_NERRNO(fchown(fd, uid, gid));
+	if (r >= 0)
+		r = RET_NERRNO(fchmod(fd, mode));
+	if (r < 0)
+		snprintf(why, whylen, "cannot give %s to the app: %s", path, strerror(-r));
+	return r;
+}
+
 int confine_precreate(const char *const *names, const AppConfinement *const *apps,
-		      const uid_t *uids, size_t n)
+		      const uid_t *uids, size_t n, char (*ret_why)[CONFINE_WHY_MAX])
 {
 	_cleanup_(json_decrefp) json_t *owners = json_object(); /* path -> [app index] */
 	const char *path;
 	json_t *who;
-	int r = 0;
 
+	if (!owners)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		json_t *p;
-		size_t k;
-		char own_tmp[64];
+		const PolicyStrings *paths = &apps[i]->policy->write_paths;
+		char own_tmp[96];
 
+		ret_why[i][0] = '\0';
 		snprintf(own_tmp, sizeof(own_tmp), "/tmp/%s", names[i]);
-		json_array_foreach(json_object_get(apps[i]->policy, "writePaths"), k, p) {
-			const char *s = json_string_value(p);
+		for (size_t k = 0; k < paths->n; k++) {
+			const char *s = paths->v[k];
 
-			if (!s || !precreatable(s) || strneq(s, own_tmp, strlen(own_tmp)))
+			if (!precreatable(s) || capability_path_beneath(s, strlen(s), own_tmp))
 				continue;
 			if (!json_object_get(owners, s))
 				json_object_set_new(owners, s, json_array());
@@ -126,23 +151,22 @@ int confine_precreate(const char *const *names, const AppConfinement *const *app
 	json_object_foreach(owners, path, who) {
 		bool shared = json_array_size(who) > 1;
 		uid_t u = shared ? 0 : uids[json_integer_value(json_array_get(who, 0))];
-		gid_t g = shared ? BERTH_GID : u;
-		mode_t mode = shared ? 02775 : 0755;
-		struct stat st;
-		bool existed = stat(path, &st) == 0;
+		char why[CONFINE_WHY_MAX];
+		size_t k;
+		json_t *idx;
 
-		r = mkdir_p(path, 0755);
-		if (r < 0)
-			break;
-		/* Existing paths stay as they are, except our own mounts (fresh every boot). */
-		if (existed && !streq(path, "/workspace") && !streq(path, "/context"))
+		/* A path that cannot be made fails the apps that declare it, not the VM. */
+		if (create_write_path(path, u, shared ? BERTH_GID : u, shared ? 02775 : 0755, why,
+				      sizeof(why)) >= 0)
 			continue;
-		if (chown(path, u, g) < 0 || chmod(path, mode) < 0) {
-			r = -errno;
-			break;
+		json_array_foreach(who, k, idx) {
+			char *dst = ret_why[json_integer_value(idx)];
+
+			if (!dst[0])
+				snprintf(dst, CONFINE_WHY_MAX, "%s", why);
 		}
 	}
-	return r;
+	return 0;
 }
 
 static int write_text(const char *path, const char *text)
@@ -208,40 +232,19 @@ int confine_cgroups_setup(void)
 	return 0;
 }
 
-static bool value_ok(const char *v)
-{
-	if (!*v || strlen(v) > 40)
-		return false;
-	for (const char *c = v; *c; c++)
-		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || *c == ' '))
-			return false;
-	return true;
-}
-
+/* The limits are the policy decoder's: known keys, values of [0-9a-z ] only. */
 int confine_app_cgroup(const char *name, AppConfinement *c, char *why, size_t whylen)
 {
-	json_t *want = json_object_get(c->policy, "cgroupLimits"), *v;
-	const char *key;
-
 	snprintf(c->cgroup, sizeof(c->cgroup), CGROUP_ROOT "/berth/apps/%s", name);
 	if (mkdir(c->cgroup, 0755) < 0 && errno != EEXIST) {
 		snprintf(why, whylen, "cannot create %s: %s", c->cgroup, strerror(errno));
 		return -errno;
 	}
 	c->cgroup_limits = json_object();
-	json_object_foreach(want, key, v) {
-		const char *value = json_string_value(v);
-		char path[192], back[64];
-		bool known = false;
+	for (size_t i = 0; i < c->policy->n_limits; i++) {
+		const char *key = c->policy->limits[i].key, *value = c->policy->limits[i].value;
+		char path[192], back[64] = "";
 
-		for (size_t i = 0; i < ELEMENTSOF(cgroup_keys); i++)
-			known |= streq(key, cgroup_keys[i]);
-		if (!known || !value || !value_ok(value)) {
-			journal_logf(
-				"app \"%s\": skipping cgroup limit %s (not one berth-init writes)",
-				name, key);
-			continue;
-		}
 		snprintf(path, sizeof(path), "%s/%s", c->cgroup, key);
 		/* Without swap in the VM there may be no swap knob: nothing to limit. */
 		if (streq(key, "memory.swap.max") && access(path, F_OK) < 0)
@@ -262,7 +265,7 @@ int confine_app_cgroup(const char *name, AppConfinement *c, char *why, size_t wh
 
 void confine_done(AppConfinement *c)
 {
-	json_decref(c->policy);
+	c->policy = capability_policy_free(c->policy);
 	json_decref(c->cgroup_limits);
-	c->policy = c->cgroup_limits = NULL;
+	c->cgroup_limits = NULL;
 }

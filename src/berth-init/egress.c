@@ -67,16 +67,12 @@ static struct {
 	unsigned long dials;
 } eg = {.listen_fd = -EBADF, .out.fd = -EBADF, .err.fd = -EBADF};
 
-bool egress_policy_declares(const json_t *policy)
+bool egress_policy_declares(const CapabilityPolicy *policy)
 {
-	const json_t *caps = json_object_get(policy, "declaredCapabilities");
-	size_t i;
-	json_t *v;
+	for (size_t i = 0; policy && i < policy->declared.n; i++) {
+		const char *s = policy->declared.v[i];
 
-	json_array_foreach(caps, i, v) {
-		const char *s = json_string_value(v);
-
-		if (s && (strneq(s, "network:host:", 13) || strneq(s, "browser:navigate:", 17)))
+		if (strneq(s, "network:host:", 13) || strneq(s, "browser:navigate:", 17))
 			return true;
 	}
 	return false;
@@ -156,18 +152,20 @@ static _printf_(3, 4) int fail(char *why, size_t whylen, const char *fmt, ...)
  * reads only its binary's tree and its directory. */
 static int write_broker_policy(void)
 {
-	json_t *p = json_pack("{s:s, s:[], s:[s, s], s:[s, s], s:[], s:b, s:[], s:[i], s:{}}",
-			      "appName", EGRESS_USER, "declaredCapabilities", "writePaths",
-			      "/dev/null", BROKER_TMP, "readPaths", "/usr", EGRESS_DIR,
-			      "networkPorts", "networkUnrestricted", 0, "meshPeers", "bindPorts",
-			      BROKER_PORT, "cgroupLimits");
+	_cleanup_(json_decrefp) json_t *doc = json_pack(
+		"{s:i, s:s, s:[], s:[s, s], s:[s, s], s:[], s:b, s:[], s:[i], s:{}}", "schema",
+		POLICY_SCHEMA, "appName", EGRESS_USER, "declaredCapabilities", "writePaths",
+		"/dev/null", BROKER_TMP, "readPaths", "/usr", EGRESS_DIR, "networkPorts",
+		"networkUnrestricted", 0, "meshPeers", "bindPorts", BROKER_PORT, "cgroupLimits");
+	_cleanup_(capability_policy_freep) CapabilityPolicy *p = NULL;
+	_cleanup_free_ char *err = NULL;
 	int r;
 
-	if (!p)
+	if (!doc)
 		return -ENOMEM;
-	r = policy_write(BROKER_POLICY, p, EGRESS_UID);
-	json_decref(p);
-	return r;
+	/* Through the one reader and the one writer, like every app's policy. */
+	r = capability_policy_from_json(doc, &p, &err);
+	return r < 0 ? r : capability_policy_write(BROKER_POLICY, p, EGRESS_UID);
 }
 
 int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_path, char *why,

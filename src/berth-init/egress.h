@@ -7,6 +7,7 @@
 
 #include "evloop.h"
 #include "mux-io.h"
+#include "policy.h"
 
 /*
  * The egress broker of this VM (SPEC 6.1, 6.3; docs/egress.md). When exactly one app
@@ -32,7 +33,7 @@
 #define EGRESS_BROKER "/usr/sbin/egress-broker"
 
 /* Does a compiled policy declare egress (network:host: or browser:navigate:)? */
-bool egress_policy_declares(const json_t *policy);
+bool egress_policy_declares(const CapabilityPolicy *policy);
 
 /*
  * egress_setup() - everything but the process, for app @app whose compiled policy is the

@@ -3,7 +3,7 @@
  * berth-init: PID 1 of the guest.
  *
  * Init phase (may fail: it then reports why on the control port and powers off): mounts,
- * the multiplexer on the host channel, the state disk, the secrets disk, the app shares.
+ * the multiplexer on the host channel, the state disk, the boot disk, the app shares.
  * Loop phase (must never die): the event loop reaps every child and serves the host.
  * Finish phase: stop what runs, sync, unmount, report power_off and power off.
  */
@@ -43,6 +43,7 @@
 typedef struct Init {
 	EvLoop *loop;
 	MuxIo *mux;
+	json_t *plan;	 /* the apps and their policies, from the boot disk */
 	json_t *secrets; /* values: never logged, never in an event */
 	bool shutting_down;
 	bool state_mounted;
@@ -267,25 +268,29 @@ static int setup_state_disk(void)
 	return 0;
 }
 
-static int setup_secrets(void)
+/* The boot disk: which apps, their compiled policies, and the secrets (boot-disk.h). No
+ * boot disk: a VM without apps. */
+static int setup_boot_disk(void)
 {
 	char dev[64], err[256];
 	int r;
 
-	if (disk_find_by_serial("secrets", dev, sizeof(dev)) < 0)
+	if (disk_find_by_serial("boot", dev, sizeof(dev)) < 0)
 		return 0;
-	r = secrets_read_device(dev, &init.secrets, err, sizeof(err));
+	r = boot_read_device(dev, &init.plan, &init.secrets, err, sizeof(err));
 	if (r < 0) {
 		journal_logf("%s", err);
 		return r;
 	}
-	journal_event("secrets_loaded", json_pack("{s:o}", "names", secrets_names(init.secrets)));
+	if (init.secrets)
+		journal_event("secrets_loaded",
+			      json_pack("{s:o}", "names", secrets_names(init.secrets)));
 	return 0;
 }
 
 static int setup_apps(void)
 {
-	int r = apps_prepare(init.loop, init.secrets);
+	int r = apps_prepare(init.loop, init.plan, init.secrets);
 
 	if (r >= 0)
 		r = apps_setup_identities();
@@ -320,7 +325,7 @@ static int init_phase(void)
 		int (*run)(void);
 	} steps[] = {
 		{"state", setup_state_disk},
-		{"secrets", setup_secrets},
+		{"boot-disk", setup_boot_disk},
 		{"apps", setup_apps},
 	};
 

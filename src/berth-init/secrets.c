@@ -9,6 +9,7 @@
 
 #include "fileio.h"
 #include "macros.h"
+#include "boot-disk.h"
 #include "secrets.h"
 
 #define MAGIC "BERTHSEC1\n"
@@ -119,28 +120,45 @@ int secrets_parse(const char *buf, size_t len, json_t **ret, char *err, size_t e
 	return 0;
 }
 
-int secrets_read_device(const char *dev, json_t **ret, char *err, size_t errlen)
+int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, char *err,
+		     size_t errlen)
 {
 	_cleanup_close_ int fd = -EBADF;
-	_cleanup_free_ char *buf = malloc(SECRETS_MAX_BYTES);
+	_cleanup_(json_decrefp) json_t *plan = NULL;
+	char *buf = malloc(BOOT_DISK_SIZE_MAX);
+	const char *secrets = NULL;
+	size_t secrets_len = 0;
 	ssize_t n;
+	int r;
 
+	*ret_secrets = NULL;
 	if (!buf)
 		return -ENOMEM;
 	fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		snprintf(err, errlen, "secrets disk: cannot open %s: %s", dev, strerror(errno));
-		return -errno;
+		r = -errno;
+		snprintf(err, errlen, "boot disk: cannot open %s: %s", dev, strerror(-r));
+		free(buf);
+		return r;
 	}
 	/* Nobody may open it again: no app, no later process of ours. */
 	(void)chmod(dev, 0);
 	(void)unlink(dev);
-	n = loop_read(fd, buf, SECRETS_MAX_BYTES);
+	n = loop_read(fd, buf, BOOT_DISK_SIZE_MAX);
 	if (n < 0) {
-		snprintf(err, errlen, "secrets disk: cannot read %s: %s", dev, strerror((int)-n));
-		return (int)n;
-	}
-	return secrets_parse(buf, (size_t)n, ret, err, errlen);
+		snprintf(err, errlen, "boot disk: cannot read %s: %s", dev, strerror((int)-n));
+		r = (int)n;
+	} else
+		r = boot_disk_parse(buf, (size_t)n, &plan, &secrets, &secrets_len, err, errlen);
+	if (r >= 0 && secrets)
+		r = secrets_parse(secrets, secrets_len, ret_secrets, err, errlen);
+	/* The values live on only in the parsed object, never in a freed buffer. */
+	explicit_bzero(buf, BOOT_DISK_SIZE_MAX);
+	free(buf);
+	if (r < 0)
+		return r;
+	*ret_plan = TAKE_PTR(plan);
+	return 0;
 }
 
 static json_t *names_of(const json_t *o)

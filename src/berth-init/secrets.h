@@ -5,7 +5,8 @@
 #include <stddef.h>
 
 /*
- * The secrets disk (SPEC §7.3): "BERTHSEC1\n", then JSON
+ * The secrets image (SPEC §7.3), which berth-vmm puts on the boot disk as the CLI wrote it:
+ * "BERTHSEC1\n", then JSON
  * {"shared":{NAME:value},"apps":{"<app>":{NAME:value}}}, then NUL padding; at most 1 MiB.
  * It is read once, as root, before anything else starts, and its device node is removed.
  */
@@ -19,8 +20,13 @@
  */
 int secrets_parse(const char *buf, size_t len, json_t **ret, char *err, size_t errlen);
 
-/* Read @dev (at most SECRETS_MAX_BYTES), unlink its node, and parse it as above. */
-int secrets_read_device(const char *dev, json_t **ret, char *err, size_t errlen);
+/*
+ * boot_read_device() - read the boot disk @dev (boot-disk.h), unlink its node so nothing
+ * opens it again, and return its plan and its secrets (parsed as above; NULL when none).
+ * The buffer that held the values is zeroed before it is freed.
+ */
+int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, char *err,
+		     size_t errlen);
 
 /* The names only, for the boot event: {"apps":{"gh":["T"]},"shared":["A"]}. */
 json_t *secrets_names(const json_t *secrets);

@@ -15,6 +15,10 @@
  */
 
 #define VM_DISKS_MAX 8
+/* QEMU's microvm has eight virtio-mmio transports: the root image, the channel, the state
+ * and boot disks, and what is left for app shares. */
+#define VM_TRANSPORTS_MAX 8
+#define VM_SHARES_MAX (VM_TRANSPORTS_MAX - 4)
 #define VM_PORTS_MAX 16
 
 typedef struct VmDisk {

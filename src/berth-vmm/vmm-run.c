@@ -15,10 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "boot-disk.h"
 #include "digest.h"
 #include "fileio.h"
 #include "log.h"
 #include "macros.h"
+#include "manifest.h"
 #include "parse-util.h"
 #include "paths.h"
 #include "rundir.h"
@@ -152,9 +154,10 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			a->run_dir = optarg;
 			break;
 		case O_APP:
-			if (a->n_apps >= VMM_APPS_MAX)
-				return log_error("too many --app: a VM holds at most %d apps",
-						 VMM_APPS_MAX);
+			if (a->n_apps >= VM_SHARES_MAX)
+				return log_error(
+					"too many --app: QEMU's microvm has %d virtio devices, so a VM holds at most %d app shares",
+					VM_TRANSPORTS_MAX, VM_SHARES_MAX);
 			a->apps[a->n_apps++] = optarg;
 			break;
 		case O_STATE:
@@ -256,63 +259,55 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 	return 0;
 }
 
-static char *base_name(const char *dir)
+/* berth.yml, parsed once here: the app's name in the VM is its manifest's name, and its
+ * policy is compiled from it (compile_policies()). */
+static int load_manifest(VmmApp *app, const char *arg)
 {
-	_cleanup_free_ char *copy = strdup(dir);
-	size_t n;
-	char *slash;
+	_cleanup_free_ char *path = NULL;
+	ManifestError merr = {};
+	Manifest *m = NULL;
+	int r;
 
-	if (!copy)
-		return NULL;
-	n = strlen(copy);
-	while (n > 1 && copy[n - 1] == '/')
-		copy[--n] = '\0';
-	slash = strrchr(copy, '/');
-	return strdup(slash ? slash + 1 : copy);
-}
-
-static bool app_tag_valid(const char *t)
-{
-	size_t n = strlen(t);
-
-	if (n == 0 || n > 32)
-		return false;
-	for (const char *c = t; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
-			return false;
-	return true;
+	if (asprintf(&path, "%s/berth.yml", app->dir) < 0)
+		return log_error_errno(-ENOMEM, "out of memory");
+	if (access(path, R_OK) < 0)
+		return log_error(
+			"--app %s: no berth.yml in it; an app directory declares itself with a berth.yml",
+			arg);
+	r = manifest_load_at(AT_FDCWD, path, &m, &merr);
+	if (r < 0) {
+		log_error("--app %s: %s", arg, merr.text ? merr.text : strerror(-r));
+		manifest_error_done(&merr);
+		return r;
+	}
+	app->manifest = manifest_to_json(m);
+	app->name = strdup(manifest_name(m));
+	manifest_free(m);
+	if (!app->manifest || !app->name)
+		return log_error_errno(-ENOMEM, "out of memory");
+	return 0;
 }
 
 static int check_apps(Vmm *v)
 {
 	for (size_t i = 0; i < v->args.n_apps; i++) {
-		_cleanup_free_ char *manifest = NULL;
 		VmmApp *app = &v->apps[i];
 		struct stat st;
+		int r;
 
 		app->image_fd = -EBADF;
 		app->dir = realpath(v->args.apps[i], NULL);
 		if (!app->dir || stat(app->dir, &st) < 0 || !S_ISDIR(st.st_mode))
 			return log_error("--app %s: not a directory", v->args.apps[i]);
-		if (asprintf(&manifest, "%s/berth.yml", app->dir) < 0)
-			return -ENOMEM;
-		if (access(manifest, R_OK) < 0)
-			return log_error(
-				"--app %s: no berth.yml in it; an app directory declares itself with a berth.yml",
-				v->args.apps[i]);
-		app->name = base_name(app->dir);
-		if (!app->name)
-			return -ENOMEM;
-		if (!app_tag_valid(app->name))
-			return log_error(
-				"--app %s: the directory name \"%s\" is the app's name in the VM and must be 1-32 of a-z, 0-9 and '-'",
-				v->args.apps[i], app->name);
+		v->n_apps++;
+		r = load_manifest(app, v->args.apps[i]);
+		if (r < 0)
+			return r;
 		for (size_t j = 0; j < i; j++)
 			if (streq(v->apps[j].name, app->name))
 				return log_error(
-					"--app %s and --app %s have the same name '%s'; each app of a VM needs its own",
+					"--app %s and --app %s are both named '%s' in their berth.yml; each app of a VM needs its own name",
 					v->apps[j].dir, app->dir, app->name);
-		v->n_apps++;
 	}
 	return 0;
 }
@@ -410,6 +405,96 @@ static int open_secrets(Vmm *v)
 	return 0;
 }
 
+static void on_policy_warning(const char *line, void *userdata)
+{
+	VmmApp *app = userdata;
+
+	log_warning("app \"%s\": %s", app->name, line);
+	if (json_array_size(app->warnings) < POLICY_WARNINGS_MAX)
+		json_array_append_new(app->warnings, json_string(line));
+}
+
+/*
+ * Each app's capability policy, compiled here from the berth.yml loaded once: berth-init
+ * gets the policy on the boot disk and only checks and writes it, so PID 1 never parses
+ * YAML. The guest hashes what agent-init reads; its hash is recorded here too (vm.json).
+ */
+static int compile_policies(Vmm *v)
+{
+	for (size_t i = 0; i < v->n_apps; i++) {
+		VmmApp *app = &v->apps[i];
+		_cleanup_free_ char *cwd = NULL, *text = NULL;
+		size_t len;
+		int r;
+
+		/* One app lives at /app; several at /app/<name>. */
+		if (asprintf(&cwd, v->n_apps == 1 ? "/app" : "/app/%s", app->name) < 0 ||
+		    !(app->warnings = json_array()))
+			return log_error_errno(-ENOMEM, "out of memory");
+		PolicyInput in = {
+			.app_name = app->name,
+			.capabilities = json_object_get(app->manifest, "capabilities"),
+			.resources = json_object_get(app->manifest, "resources"),
+			.cwd = cwd,
+		};
+		json_t *empty = NULL;
+
+		if (!in.capabilities)
+			in.capabilities = empty = json_array();
+		r = capability_policy_compile(&in, on_policy_warning, app, &app->policy);
+		json_decref(empty);
+		if (r >= 0)
+			r = capability_policy_encode(app->policy, &text, &len);
+		if (r >= 0)
+			r = sha256_buffer_hex(text, len, app->policy_sha256);
+		if (r < 0)
+			return log_error_errno(
+				r, "--app %s: cannot compile its capability policy: %m", app->dir);
+	}
+	return 0;
+}
+
+/* The boot disk (boot-disk.h): the plan and the secrets, in a file that has no name. */
+static int build_boot_disk(Vmm *v)
+{
+	_cleanup_(json_decrefp) json_t *apps = json_array(), *plan = NULL;
+	char err[256] = "";
+	int fd, r;
+
+	for (size_t i = 0; apps && i < v->n_apps; i++) {
+		char share[16];
+
+		snprintf(share, sizeof(share), "app%zu", i);
+		json_array_append_new(apps, json_pack("{s:s, s:s, s:o, s:O}", "name",
+						      v->apps[i].name, "share", share, "policy",
+						      capability_policy_to_json(v->apps[i].policy),
+						      "warnings", v->apps[i].warnings));
+	}
+	plan = apps ? json_pack("{s:O}", "apps", apps) : NULL;
+	if (!plan || json_array_size(apps) != v->n_apps)
+		return log_error_errno(-ENOMEM, "out of memory");
+	fd = open(v->run_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		/* A filesystem without O_TMPFILE: a name for as long as it takes to unlink it. */
+		_cleanup_free_ char *path = NULL;
+
+		if (asprintf(&path, "%s/boot.XXXXXX", v->run_dir) < 0)
+			return log_error_errno(-ENOMEM, "out of memory");
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			(void)unlink(path);
+	}
+	if (fd < 0)
+		return log_error_errno(errno, "cannot create the boot disk in %s: %m", v->run_dir);
+	r = boot_disk_write(fd, plan, v->secrets_fd, err, sizeof(err));
+	if (r < 0) {
+		close(fd);
+		return log_error_errno(r, "cannot write the boot disk: %s", err[0] ? err : "%m");
+	}
+	v->boot_fd = fd;
+	return 0;
+}
+
 static int pack_shares(Vmm *v)
 {
 	char err[512];
@@ -463,28 +548,13 @@ static void iso_now(char ret[40])
 
 #define CMDLINE_MAX 2048
 
-/* The boot plan on the kernel command line: which apps, and the boot id. Every process
- * in the guest can read /proc/cmdline, so nothing secret ever goes here (secrets travel
- * on their own disk). */
+/* The kernel command line adds only init= and the boot id: the apps and their policies are
+ * on the boot disk. Every process in the guest can read /proc/cmdline, so nothing secret
+ * ever goes here. */
 static int build_cmdline_extra(Vmm *v)
 {
-	_cleanup_free_ char *apps = strdup("");
-
-	for (size_t i = 0; i < v->n_apps && apps; i++) {
-		char *next = NULL;
-
-		if (asprintf(&next, "%s%s%s", apps, i ? "," : "", v->apps[i].name) < 0)
-			return -ENOMEM;
-		free(apps);
-		apps = next;
-	}
-	if (!apps || asprintf(&v->cmdline_extra, "init=/sbin/berth-init BERTH_BOOT_ID=%s%s%s",
-			      v->boot_id, v->n_apps ? " BERTH_VM_APPS=" : "", apps) < 0)
+	if (asprintf(&v->cmdline_extra, "init=/sbin/berth-init BERTH_BOOT_ID=%s", v->boot_id) < 0)
 		return -ENOMEM;
-	if (strlen(v->cmdline_extra) + 512 > CMDLINE_MAX)
-		return log_error(
-			"the kernel command line would exceed %d bytes with %zu apps; use fewer apps",
-			CMDLINE_MAX, v->n_apps);
 	return 0;
 }
 
@@ -549,16 +619,13 @@ static int build_vm_config(Vmm *v)
 	}
 	if (v->state_fd >= 0)
 		c->disks[c->n_disks++] = (VmDisk){"state", v->state_fd, false};
-	if (v->secrets_fd >= 0)
-		c->disks[c->n_disks++] = (VmDisk){"secrets", v->secrets_fd, true};
+	c->disks[c->n_disks++] = (VmDisk){"boot", v->boot_fd, true};
 	for (size_t i = 0; i < v->n_apps && c->n_disks < VM_DISKS_MAX; i++) {
 		static char serials[VMM_APPS_MAX][16];
 
 		snprintf(serials[i], sizeof(serials[i]), "app%zu", i);
 		c->disks[c->n_disks++] = (VmDisk){serials[i], v->apps[i].image_fd, true};
 	}
-	if (v->n_apps + 2 > VM_DISKS_MAX)
-		return log_error("this VM engine attaches at most %d app shares", VM_DISKS_MAX - 2);
 	return 0;
 }
 
@@ -570,7 +637,7 @@ static int prepare(Vmm *v)
 	pid_t owner;
 	int r;
 
-	v->lock_fd = v->state_fd = v->secrets_fd = v->log_fd = -EBADF;
+	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = -EBADF;
 	v->name = strdup(v->args.name);
 	v->run_dir = v->args.run_dir ? strdup(v->args.run_dir) : berth_run_dir(v->args.name);
 	if (!v->name || !v->run_dir)
@@ -625,7 +692,11 @@ static int prepare(Vmm *v)
 		return r;
 	if (v->args.secrets && (r = open_secrets(v)) < 0)
 		return r;
-	r = pack_shares(v);
+	r = compile_policies(v);
+	if (r >= 0)
+		r = build_boot_disk(v);
+	if (r >= 0)
+		r = pack_shares(v);
 	if (r < 0)
 		return r;
 	make_boot_id(v->boot_id);
@@ -640,10 +711,14 @@ static void cleanup(Vmm *v)
 		safe_close(v->apps[i].image_fd);
 		free(v->apps[i].dir);
 		free(v->apps[i].name);
+		json_decref(v->apps[i].manifest);
+		json_decref(v->apps[i].warnings);
+		capability_policy_free(v->apps[i].policy);
 		free(v->apps[i].image);
 	}
 	safe_close(v->state_fd);
 	safe_close(v->secrets_fd);
+	safe_close(v->boot_fd);
 	safe_close(v->log_fd);
 	safe_close(v->lock_fd);
 	free(v->name);

@@ -7,6 +7,7 @@
 
 #include "accel.h"
 #include "artifacts.h"
+#include "policy.h"
 #include "egress-dialer.h"
 #include "engine.h"
 #include "share.h"
@@ -16,10 +17,15 @@
 #define VMM_APPS_MAX 64
 #define SOCKET_PATH_MAX 103 /* sizeof(sun_path) - 1, minus the portable margin */
 #define VMM_BOOT_STALL_S_DEFAULT 30
+#define POLICY_WARNINGS_MAX 64 /* compiler warnings carried per app to the guest's log */
 
 typedef struct VmmApp {
-	char *dir;   /* on the host */
-	char *name;  /* the share's tag: the directory's base name */
+	char *dir;		  /* on the host */
+	char *name;		  /* the name in its berth.yml: the app's name in the VM */
+	json_t *manifest;	  /* its berth.yml, normalised (manifest_to_json()) */
+	CapabilityPolicy *policy; /* compiled from it, for the boot disk */
+	json_t *warnings;	  /* what the compiler said about it */
+	char policy_sha256[65];
 	char *image; /* erofs image of the share, in the run dir */
 	ShareDigest digest;
 	int image_fd;
@@ -69,6 +75,7 @@ typedef struct Vmm {
 	uint64_t state_hashed_bytes;
 	long state_hash_ms;
 	int secrets_fd;
+	int boot_fd; /* the boot disk (boot-disk.h): unlinked, read-only to the guest */
 	VmConfig vm;
 	AccelChoice accel; /* which accelerator, who asked, and why */
 	char *qemu;	   /* the QEMU program, resolved through the settings */

@@ -422,7 +422,8 @@ static void keep_logs(const VmLaunch *l)
 	/* `berth vm logs NAME` finds the last failed boot of NAME through this link. */
 	if (asprintf(&latest, "%s/runs/latest-%s", home, l->vm_name) >= 0) {
 		(void)unlink(latest);
-		(void)symlink(boot, latest);
+		if (symlink(boot, latest) < 0)
+			log_debug_errno(errno, "cannot link %s: %m", latest);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		_cleanup_free_ char *from = NULL, *to = NULL, *text = NULL;

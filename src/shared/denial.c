@@ -7,17 +7,14 @@
 
 #include "denial.h"
 #include "macros.h"
+#include "policy.h"
 
 /*
- * What an app may touch in the VM without declaring it, as agent-init's policy compiler
- * grants it (src/agent-init/policy.c; keep the two in step): writes to /dev/null, /tmp/<app>
- * and /run/berth/<app>; reads anywhere while no filesystem:read: is declared, else under the
- * read baseline below, the app's own directory, and what it declares.
+ * What an app may touch without declaring it is what the policy compiler grants it
+ * (src/capability/policy.c): the explainer compiles the app's policy from its berth.yml and
+ * asks it, rather than knowing the rules a second time.
  */
-static const char *const fs_prefixes[] = {"/workspace", "/context", "/tmp", "/app"};
-#define FS_PREFIXES_TEXT "/workspace, /context, /tmp, /app"
-static const char *const read_baseline[] = {"/usr", "/bin",  "/sbin", "/lib",
-					    "/etc", "/proc", "/dev",  "/tmp"};
+#define FS_PREFIXES_TEXT CAPABILITY_FS_PREFIXES_TEXT
 #define APP_CWD_DEFAULT "/app"
 #define APP_NAME_SHOWN_MAX 128 /* bytes of an app name kept for the tally of log statements */
 #define LOG_APPS_MAX 64	       /* berth-vmm runs at most 64 apps in one VM */
@@ -635,9 +632,9 @@ static bool path_beneath(const char *path, const char *dir)
 
 static const char *allowed_prefix(const char *path)
 {
-	for (size_t i = 0; i < ELEMENTSOF(fs_prefixes); i++)
-		if (path_beneath(path, fs_prefixes[i]))
-			return fs_prefixes[i];
+	for (size_t i = 0; i < ELEMENTSOF(capability_fs_prefixes); i++)
+		if (path_beneath(path, capability_fs_prefixes[i]))
+			return capability_fs_prefixes[i];
 	return NULL;
 }
 
@@ -690,15 +687,14 @@ typedef enum Cover {
 	COVER_DECLARED,	     /* a capability line (@by) */
 	COVER_OWN_DIRS,	     /* /tmp/<app>, /run/berth/<app>, /dev/null */
 	COVER_TERMINAL,	     /* /dev/pts, /dev/ptmx with a terminal: capability */
-	COVER_READS_OPEN,    /* no filesystem:read: declared */
-	COVER_READ_BASELINE, /* /usr, /etc, ... once reads are scoped */
+	COVER_READ_BASELINE, /* /usr, /etc, ..., the app's own directories */
 } Cover;
 
 typedef struct Grants {
 	const char *app, *cwd;
 	const char *const *caps;
 	size_t n_caps;
-	bool any_read, terminal, github;
+	CapabilityPolicy *policy; /* compiled from caps; NULL when the app name is not valid */
 } Grants;
 
 static const char *action_name(unsigned action)
@@ -708,8 +704,8 @@ static const char *action_name(unsigned action)
 
 /* A filesystem:<action>: capability that grants @path: the §1.3 match of the scope asked
  * for, or a granted directory @path or @scope lies beneath (Landlock rules are trees). */
-static const char *declared_for(const Grants *g, unsigned action, const char *scope,
-				const char *path)
+static const char *declared_for_action(const Grants *g, unsigned action, const char *scope,
+				       const char *path)
 {
 	_cleanup_free_ char *wanted = NULL;
 	char prefix[32];
@@ -737,33 +733,38 @@ static const char *declared_for(const Grants *g, unsigned action, const char *sc
 	return NULL;
 }
 
+/* The declaration that covers it: a read is granted by a read line or, since an app may
+ * read back what it may write, by a write line. */
+static const char *declared_for(const Grants *g, unsigned action, const char *scope,
+				const char *path)
+{
+	const char *by = declared_for_action(g, action, scope, path);
+
+	if (!by && action == NEED_READ)
+		by = declared_for_action(g, NEED_WRITE, scope, path);
+	return by;
+}
+
+/* Whether the policy grants it, and on what grounds: a declaration, or what every app
+ * gets. The policy answers; the wording only names its grounds. */
 static Cover cover_for(const Grants *g, unsigned action, const char *path, const char *scope,
 		       const char **ret_by)
 {
-	char own[2][300];
+	const char *rule;
 
 	*ret_by = scope ? declared_for(g, action, scope, path) : NULL;
 	if (*ret_by)
 		return COVER_DECLARED;
-	snprintf(own[0], sizeof(own[0]), "/tmp/%s", g->app);
-	snprintf(own[1], sizeof(own[1]), "/run/berth/%s", g->app);
-	if (action == NEED_WRITE) {
-		if (streq(path, "/dev/null") || path_beneath(path, own[0]) ||
-		    path_beneath(path, own[1]))
-			return COVER_OWN_DIRS;
-		if (g->terminal && (path_beneath(path, "/dev/pts") || streq(path, "/dev/ptmx")))
-			return COVER_TERMINAL;
+	rule = g->policy ? capability_policy_grants(g->policy, path,
+						    action == NEED_WRITE ? POLICY_ACCESS_WRITE
+									 : POLICY_ACCESS_READ)
+			 : NULL;
+	if (!rule)
 		return COVER_NONE;
-	}
-	if (!g->any_read)
-		return COVER_READS_OPEN;
-	for (size_t i = 0; i < ELEMENTSOF(read_baseline); i++)
-		if (path_beneath(path, read_baseline[i]))
-			return COVER_READ_BASELINE;
-	if (path_beneath(path, own[1]) || path_beneath(path, g->cwd) ||
-	    (g->github && path_beneath(path, "/run/berth/github-api-broker")))
+	if (action == NEED_READ)
 		return COVER_READ_BASELINE;
-	return COVER_NONE;
+	return streq(rule, "/dev/pts") || streq(rule, "/dev/ptmx") ? COVER_TERMINAL
+								   : COVER_OWN_DIRS;
 }
 
 /* --- the explanation --------------------------------------------------------------------- */
@@ -854,7 +855,7 @@ static int check_one(const Grants *g, const char *path, unsigned action, Check *
 		c->outside = true;
 		return 0;
 	}
-	r = filesystem_scope_issue(c->scope, strlen(c->scope), &c->issue);
+	r = capability_fs_scope_issue(c->scope, strlen(c->scope), &c->issue);
 	return r < 0 ? r : 0;
 }
 
@@ -1018,15 +1019,11 @@ static void put_cover_reason(FILE *f, const Grants *g, const Check *c)
 	case COVER_TERMINAL:
 		fputs("a terminal: capability already grants /dev/pts and /dev/ptmx", f);
 		break;
-	case COVER_READS_OPEN:
-		fprintf(f,
-			"\"%s\" declares no filesystem:read: line, so its reads are not restricted",
-			g->app);
-		break;
 	case COVER_READ_BASELINE:
 		fprintf(f,
-			"reads under /usr, /bin, /sbin, /lib, /etc, /proc, /dev, /tmp, %s and /run/berth/%s are always allowed",
-			g->cwd, g->app);
+			"reads under " CAPABILITY_READ_BASELINE_TEXT
+			", %s, /tmp/%s and /run/berth/%s are always allowed",
+			g->cwd, g->app, g->app);
 		break;
 	case COVER_NONE:
 		break;
@@ -1036,8 +1033,15 @@ static void put_cover_reason(FILE *f, const Grants *g, const Check *c)
 static void put_not_missing(FILE *f, const Grants *g, const Check *c, size_t n)
 {
 	fputs("fix: not a missing declaration — ", f);
-	for (size_t i = 0; i < n; i++) {
-		if (i > 0)
+	for (size_t i = 0, shown = 0; i < n; i++) {
+		bool again = false;
+
+		/* A write line grants the read too: one reason, said once. */
+		for (size_t k = 0; k < i; k++)
+			again |= c[k].cover == c[i].cover && c[k].by == c[i].by;
+		if (again)
+			continue;
+		if (shown++ > 0)
 			fputs("; ", f);
 		put_cover_reason(f, g, &c[i]);
 	}
@@ -1373,6 +1377,24 @@ static bool is_fs_denial_code(const char *code)
 	return streq(code, "EACCES") || streq(code, "EPERM") || streq(code, "EROFS");
 }
 
+static void ignore_warning(const char *line, void *userdata)
+{
+}
+
+/* The policy agent-init would enforce for @g's app: the one source of what it may touch. */
+static CapabilityPolicy *grants_policy(const Grants *g)
+{
+	_cleanup_(json_decrefp) json_t *caps = json_array();
+	CapabilityPolicy *p = NULL;
+	PolicyInput in = {.app_name = g->app, .capabilities = caps, .cwd = g->cwd};
+
+	for (size_t i = 0; caps && i < g->n_caps; i++)
+		json_array_append_new(caps, json_string(g->caps[i]));
+	if (!caps || capability_policy_compile(&in, ignore_warning, NULL, &p) < 0)
+		return NULL;
+	return p;
+}
+
 char *denial_explain_at(const char *raw_error, const char *app, const Manifest *m,
 			const char *manifest_path, EnforcementStatus st, const char *cwd)
 {
@@ -1381,6 +1403,7 @@ char *denial_explain_at(const char *raw_error, const char *app, const Manifest *
 			    *clean_cwd = NULL;
 	char *buf = NULL;
 	size_t size = 0;
+	_cleanup_(capability_policy_freep) CapabilityPolicy *policy = NULL;
 	Grants g = {};
 	FsError e;
 	FILE *f;
@@ -1394,11 +1417,8 @@ char *denial_explain_at(const char *raw_error, const char *app, const Manifest *
 	g = (Grants){.app = clean_app[0] ? clean_app : "?", .cwd = clean_cwd};
 	if (m)
 		g.n_caps = manifest_capabilities(m, &g.caps);
-	for (size_t i = 0; i < g.n_caps; i++) {
-		g.any_read = g.any_read || strneq(g.caps[i], "filesystem:read:", 16);
-		g.terminal = g.terminal || strneq(g.caps[i], "terminal:", 9);
-		g.github = g.github || strneq(g.caps[i], "github:", 7);
-	}
+	policy = grants_policy(&g);
+	g.policy = policy;
 	manifest_path = manifest_path ?: "berth.yml";
 
 	r = fs_error_parse(raw, &e);

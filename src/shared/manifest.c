@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capability.h"
 #include "fileio.h"
+#include "js-quote.h"
 #include "macros.h"
 #include "manifest.h"
 
@@ -16,9 +18,6 @@
 /* The largest integer a JSON number holds exactly in every consumer (JavaScript's
  * Number.MAX_SAFE_INTEGER); counts above it are refused rather than rounded. */
 #define SAFE_INTEGER_MAX 9007199254740991.0
-
-static const char *const allowed_fs_prefixes[] = {"/workspace", "/context", "/tmp", "/app"};
-#define ALLOWED_FS_PREFIXES_TEXT "/workspace, /context, /tmp, /app"
 
 struct Manifest {
 	json_t *doc; /* the normalised manifest; every pointer below points into it */
@@ -56,45 +55,6 @@ typedef struct Validator {
  * Values quoted in messages are printed as JSON.stringify() prints them, the form tools that
  * read Berth's messages already parse.
  */
-
-/* JSON.stringify() of a string of @len bytes (NUL bytes included). */
-static void js_quote(FILE *f, const char *s, size_t len)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		switch (ch) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\b':
-			fputs("\\b", f);
-			break;
-		case '\f':
-			fputs("\\f", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		default:
-			if (ch < 0x20)
-				fprintf(f, "\\u%04x", ch);
-			else
-				fputc(ch, f);
-		}
-	}
-	fputc('"', f);
-}
 
 static void zeros(FILE *f, int n)
 {
@@ -209,11 +169,6 @@ static void js_stringify(FILE *f, const json_t *v)
 		_buf;                                   \
 	})
 
-static char *js_quoted(const char *s, size_t len)
-{
-	return TEXT_OF(js_quote(f, s, len));
-}
-
 static char *js_json(const json_t *v)
 {
 	return TEXT_OF(js_stringify(f, v));
@@ -229,267 +184,6 @@ static char *raw_text(const char *s, size_t len)
 			else
 				fputs("\\0", f);
 	});
-}
-
-/*
- * Capabilities.
- */
-
-typedef struct CapParts {
-	const char *ns, *action, *scope;
-	size_t ns_len, action_len, scope_len;
-} CapParts;
-
-static bool cap_split(const char *s, size_t len, CapParts *ret)
-{
-	const char *c1 = memchr(s, ':', len), *c2;
-
-	if (!c1)
-		return false;
-	c2 = memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s));
-	if (!c2)
-		return false;
-	*ret = (CapParts){
-		.ns = s,
-		.ns_len = (size_t)(c1 - s),
-		.action = c1 + 1,
-		.action_len = (size_t)(c2 - c1 - 1),
-		.scope = c2 + 1,
-		.scope_len = len - (size_t)(c2 + 1 - s),
-	};
-	return true;
-}
-
-/* The length of the line terminator at @s (\n, \r, U+2028, U+2029: what a regex '.' does
- * not match), or 0. */
-static size_t line_break_at(const char *s, size_t len)
-{
-	if (len >= 1 && (s[0] == '\n' || s[0] == '\r'))
-		return 1;
-	if (len >= 3 && memcmp(s, "\xe2\x80", 2) == 0 && (s[2] == '\xa8' || s[2] == '\xa9'))
-		return 3;
-	return 0;
-}
-
-static bool cap_word(const char *s, size_t len)
-{
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
-		      s[i] == '-'))
-			return false;
-	return true;
-}
-
-bool capability_is_valid(const char *s, size_t len)
-{
-	CapParts p;
-
-	if (!s || !cap_split(s, len, &p))
-		return false;
-	if (!cap_word(p.ns, p.ns_len) || !cap_word(p.action, p.action_len) || p.scope_len == 0)
-		return false;
-	for (size_t i = 0; i < p.scope_len; i++)
-		if (line_break_at(p.scope + i, p.scope_len - i))
-			return false;
-	return true;
-}
-
-int capability_parse(const char *s, char **ret_namespace, char **ret_action, char **ret_scope)
-{
-	_cleanup_free_ char *ns = NULL, *action = NULL, *scope = NULL;
-	CapParts p;
-
-	if (!s || !cap_split(s, strlen(s), &p))
-		return -EINVAL;
-	ns = strndup(p.ns, p.ns_len);
-	action = strndup(p.action, p.action_len);
-	scope = strndup(p.scope, p.scope_len);
-	if (!ns || !action || !scope)
-		return -ENOMEM;
-	if (ret_namespace)
-		*ret_namespace = TAKE_PTR(ns);
-	if (ret_action)
-		*ret_action = TAKE_PTR(action);
-	if (ret_scope)
-		*ret_scope = TAKE_PTR(scope);
-	return 0;
-}
-
-/* '*' against a stretch with no line break: the classic greedy match with one backtrack
- * point, linear in practice. */
-static bool glob_line(const char *p, size_t plen, const char *t, size_t tlen)
-{
-	size_t pi = 0, ti = 0, star = SIZE_MAX, star_t = 0;
-
-	while (ti < tlen) {
-		if (pi < plen && p[pi] == '*') {
-			star = pi++;
-			star_t = ti;
-		} else if (pi < plen && p[pi] == t[ti]) {
-			pi++;
-			ti++;
-		} else if (star != SIZE_MAX) {
-			pi = star + 1;
-			ti = ++star_t;
-		} else
-			return false;
-	}
-	while (pi < plen && p[pi] == '*')
-		pi++;
-	return pi == plen;
-}
-
-static size_t next_line_break(const char *s, size_t len, size_t *ret_width)
-{
-	for (size_t i = 0; i < len; i++) {
-		size_t w = line_break_at(s + i, len - i);
-
-		if (w) {
-			*ret_width = w;
-			return i;
-		}
-	}
-	*ret_width = 0;
-	return len;
-}
-
-/* The scope glob: '*' never crosses a line break (like the regex '.'), so both sides are
- * matched line by line, and the line breaks themselves must be the same. */
-static bool glob_match(const char *p, size_t plen, const char *t, size_t tlen)
-{
-	for (;;) {
-		size_t pw, tw;
-		size_t pe = next_line_break(p, plen, &pw), te = next_line_break(t, tlen, &tw);
-
-		if (!glob_line(p, pe, t, te))
-			return false;
-		if (pw != tw || memcmp(p + pe, t + te, pw) != 0)
-			return false;
-		if (pw == 0)
-			return true;
-		p += pe + pw, plen -= pe + pw;
-		t += te + tw, tlen -= te + tw;
-	}
-}
-
-bool capability_matches(const char *granted, const char *requested)
-{
-	CapParts g, r;
-
-	if (!granted || !requested || !cap_split(granted, strlen(granted), &g) ||
-	    !cap_split(requested, strlen(requested), &r))
-		return false;
-	if (g.ns_len != r.ns_len || memcmp(g.ns, r.ns, g.ns_len) != 0)
-		return false;
-	if (g.action_len != r.action_len || memcmp(g.action, r.action, g.action_len) != 0)
-		return false;
-	return glob_match(g.scope, g.scope_len, r.scope, r.scope_len);
-}
-
-static bool fs_segments_canonical(const char *path, size_t len)
-{
-	size_t i = 1;
-
-	if (len < 2)
-		return false; /* "", left of a bare "/" glob, is one empty segment */
-	while (i <= len) {
-		const char *slash = memchr(path + i, '/', len - i);
-		size_t seg = slash ? (size_t)(slash - (path + i)) : len - i;
-
-		if (seg == 0 || (seg == 1 && path[i] == '.') ||
-		    (seg == 2 && path[i] == '.' && path[i + 1] == '.'))
-			return false;
-		i += seg + 1;
-	}
-	return true;
-}
-
-static bool fs_under_allowed(const char *path, size_t len)
-{
-	for (size_t i = 0; i < ELEMENTSOF(allowed_fs_prefixes); i++) {
-		size_t plen = strlen(allowed_fs_prefixes[i]);
-
-		if (len >= plen && memcmp(path, allowed_fs_prefixes[i], plen) == 0 &&
-		    (len == plen || path[plen] == '/'))
-			return true;
-	}
-	return false;
-}
-
-/* @prefix, then the scope as JSON. */
-static int issue_with_scope(const char *prefix, const char *scope, size_t len, char **ret_issue)
-{
-	_cleanup_free_ char *q = js_quoted(scope, len);
-
-	if (!q || asprintf(ret_issue, "%s%s", prefix, q) < 0) {
-		*ret_issue = NULL;
-		return -ENOMEM;
-	}
-	return 1;
-}
-
-static int issue_static(const char *msg, char **ret_issue)
-{
-	*ret_issue = strdup(msg);
-	return *ret_issue ? 1 : -ENOMEM;
-}
-
-int filesystem_scope_issue(const char *scope, size_t len, char **ret_issue)
-{
-	size_t plen = len;
-
-	*ret_issue = NULL;
-	if (memchr(scope, '\0', len))
-		return issue_static("filesystem path must not contain a null byte", ret_issue);
-	if (len == 0 || scope[0] != '/')
-		return issue_with_scope("filesystem path must be absolute (start with \"/\"), got ",
-					scope, len, ret_issue);
-	if (len >= 2 && scope[len - 2] == '/' && scope[len - 1] == '*')
-		plen -= 2;
-	if (memchr(scope, '*', plen))
-		return issue_with_scope(
-			"filesystem path may only use a trailing \"/*\" glob (a \"*\" anywhere else becomes a literal directory name), got ",
-			scope, len, ret_issue);
-	if (plen == 1)
-		return issue_static(
-			"filesystem:*:/ would grant the entire container filesystem — declare a path under " ALLOWED_FS_PREFIXES_TEXT
-			" instead",
-			ret_issue);
-	if (!fs_segments_canonical(scope, plen))
-		return issue_with_scope(
-			"filesystem path must be canonical — no empty, \".\" or \"..\" segments, and no trailing slash — got ",
-			scope, len, ret_issue);
-	if (!fs_under_allowed(scope, plen))
-		return issue_with_scope("filesystem path must be " ALLOWED_FS_PREFIXES_TEXT
-					" or a path beneath one of them, got ",
-					scope, len, ret_issue);
-	return 0;
-}
-
-int capability_issue(const char *s, size_t len, char **ret_issue)
-{
-	CapParts p;
-
-	*ret_issue = NULL;
-	if (!cap_split(s, len, &p)) {
-		_cleanup_free_ char *raw = raw_text(s, len);
-
-		if (!raw ||
-		    asprintf(ret_issue,
-			     "invalid capability string \"%s\": expected 'namespace:action:scope'",
-			     raw) < 0) {
-			*ret_issue = NULL;
-			return -ENOMEM;
-		}
-		return 1;
-	}
-	if (p.ns_len == 10 && memcmp(p.ns, "filesystem", 10) == 0 &&
-	    ((p.action_len == 4 && memcmp(p.action, "read", 4) == 0) ||
-	     (p.action_len == 5 && memcmp(p.action, "write", 5) == 0)))
-		return filesystem_scope_issue(p.scope, p.scope_len, ret_issue);
-	return 0;
 }
 
 /*
@@ -788,13 +482,13 @@ static void check_capability(Validator *v, json_t *item)
 	char *message = NULL;
 	int r;
 
-	if (!capability_is_valid(s, len)) {
+	if (!capability_is_well_formed(s, len)) {
 		issue(v, "capability must be 'namespace:action:scope'");
 		return;
 	}
 	r = capability_issue(s, len, &message);
-	if (r != 0) {
-		issue_take(v, r, message);
+	if (r < 0 || message) {
+		issue_take(v, r < 0 ? r : 1, message);
 		return;
 	}
 	/* A C string stops at the first NUL: "browser:navigate:*\0x" would be read as

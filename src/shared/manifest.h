@@ -151,42 +151,5 @@ ManifestRuntime manifest_runtime_from_string(const char *s);
  */
 int manifest_migrate(json_t *raw, unsigned from, unsigned to, char **reterr_message);
 
-/*
- * Capability strings: "namespace:action:scope".
- */
-
-/* Whether @s fits ^[a-z0-9_-]+:[a-z0-9_-]+:.+$ (the scope is not empty and holds no line
- * break). @len bytes, which may include NUL bytes. */
-bool capability_is_valid(const char *s, size_t len);
-
-/*
- * capability_parse() - split on ':'; namespace and action are the first two parts, the
- * scope is the rest, colons included ("network:connect:127.0.0.1:8080" has scope
- * "127.0.0.1:8080"). Each out-parameter may be NULL; the strings are malloc()ed.
- * Returns 0, -EINVAL with fewer than three parts, -ENOMEM.
- */
-int capability_parse(const char *s, char **ret_namespace, char **ret_action, char **ret_scope);
-
-/*
- * capability_matches() - whether @requested is covered by @granted: equal namespaces,
- * equal actions (no wildcard there), and the requested scope matches the granted scope
- * as a glob where only '*' is special. '*' matches any run of characters, '/', '.' and ':'
- * included, but no line break; '?' and '[' are literal. Not symmetric. False when either
- * side has fewer than three parts.
- */
-bool capability_matches(const char *granted, const char *requested);
-
-/*
- * filesystem_scope_issue() - why @scope (@len bytes, NUL bytes allowed) may not follow
- * filesystem:read: or filesystem:write:, as the exact message users see.
- * Returns 1 with a malloc()ed message in *@ret_issue, 0 when the scope is acceptable
- * (*@ret_issue = NULL), -ENOMEM.
- */
-int filesystem_scope_issue(const char *scope, size_t len, char **ret_issue);
-
-/*
- * capability_issue() - the meaning checks on top of the grammar: a message when @s does
- * not split into three parts, or is a filesystem:read:/filesystem:write: capability
- * whose scope filesystem_scope_issue() refuses. Returns as filesystem_scope_issue().
- */
-int capability_issue(const char *s, size_t len, char **ret_issue);
+/* Capability strings and their rules are the capability module's (src/capability). */
+#include "capability.h"

@@ -65,9 +65,21 @@ same_uid_pid=${helpers[-1]}
 for ((i = 0; i < 100; i++)); do [ -f "$T/helpers" ] && break; sleep 0.1; done
 read -r port_open port_closed port_bind port_unbound abstract <"$T/helpers"
 
-# policy NAME JSON-FIELDS: write $T/NAME.json for app "aitest".
+# policy NAME JSON-FIELDS: write $T/NAME.json for app "aitest": a schema 2 policy with
+# every key, the fields given replacing the defaults (reads confined to the runtime
+# baseline and $T, as the compiler would for an app whose files live there).
 policy() {
-	printf '{"appName":"aitest","declaredCapabilities":[],%s}\n' "$2" >"$T/$1.json"
+	python3 - "$T" "$T/$1.json" "{$2}" <<'PY'
+import json, sys
+t, path, fields = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+doc = {"schema": 2, "appName": "aitest", "declaredCapabilities": [],
+       "writePaths": ["/dev/null"], "readPaths": ["/usr", "/bin", "/sbin", "/lib", "/etc",
+       "/proc", "/dev", t], "networkPorts": [], "bindPorts": [], "meshPeers": [],
+       "networkUnrestricted": False, "cgroupLimits": {}}
+doc.update(fields)
+with open(path, "w") as f:
+    json.dump(doc, f, sort_keys=True, separators=(",", ":"))
+PY
 }
 # run NAME BINARY POLICY [VAR=VALUE...] -- PROBE-ARGS...: agent-init with a clean
 # environment (enforcement required, app uid set, unless overridden), the probe as the app.
@@ -228,12 +240,17 @@ audit "the network filter line says datagrams stay open" \
 
 # --- write paths outside the allowed set -------------------------------------------------------
 policy refused '"writePaths":["/etc/berth-agent-init-test","/run/berth/other","/run/berth/aitest/../x","/dev"]'
+# The compiler never writes such a policy: one that holds them was made by someone else,
+# and the one policy reader refuses it whole (fail closed), before anything is created.
 run refused "$ai" "$T/refused.json" -- write=/dev/null
-exits 0 "a refused write path is a warning, not a refusal to run"
-logs "the refusal names the path and the allowed prefixes" "[agent-init] WARNING: refusing to create or grant write access to \"/etc/berth-agent-init-test\" — outside the allowed prefixes /workspace, /context, /tmp, /app (plus /run/berth/aitest). Fix the filesystem:write capability in berth.yml."
-logs "another app's run directory is refused" "grant write access to \"/run/berth/other\""
+exits 1 "a policy granting a write path outside the allowed set is refused"
+logs "the refusal names the entry" "writePaths[0] is not a path the policy may grant writes to"
 check "nothing was created for refused paths" test ! -e /etc/berth-agent-init-test -a ! -e /run/berth/other
-logs "refused paths get no rule" "write access allowed only under: (nothing)"
+for bad in '"/run/berth/other"' '"/run/berth/aitest/../x"' '"/dev"'; do
+	policy refused1 '"writePaths":["/dev/null",'"$bad"']'
+	run refused1 "$ai" "$T/refused1.json" -- write=/dev/null
+	exits 1 "write path $bad is refused"
+done
 
 # --- fail closed --------------------------------------------------------------------------------
 marker=$T/ws/app-ran
@@ -270,7 +287,7 @@ audit "refused as app unknown" 'lines[0]["event"] == "capability_enforcement_ref
 	'"could not apply capability policy from" in lines[0]["reason"]'
 check "the app never ran (no policy)" test ! -e "$marker"
 
-printf '{"appName":"aitest","writePaths":[],"writePaths":["/tmp"]}' >"$T/dup.json"
+printf '{"schema":2,"appName":"aitest","writePaths":[],"writePaths":["/tmp"]}' >"$T/dup.json"
 run dup "$ai" "$T/dup.json" -- write="$marker"
 exits 1 "a policy with a duplicate key is refused"
 logs "the parse error is named" "duplicate object key"

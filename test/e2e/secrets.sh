@@ -144,7 +144,7 @@ check "and nothing for the name without a value" test "$(json_get "$BERTH_HOME/e
 
 "$berth" rpc envprobe --export cmdline >"$BERTH_HOME/guest-cmdline.json" 2>&1
 check "the guest's /proc/cmdline does not hold a value" \
-	sh -c "grep -q 'BERTH_VM_APPS=envprobe' '$BERTH_HOME/guest-cmdline.json' && ! grep -qF -e '$token' -e '$shared' '$BERTH_HOME/guest-cmdline.json'"
+	sh -c "grep -q 'BERTH_BOOT_ID=' '$BERTH_HOME/guest-cmdline.json' && ! grep -qF -e '$token' -e '$shared' '$BERTH_HOME/guest-cmdline.json'"
 run=$BERTH_HOME/run/vm/berth-dev-envprobe
 vpid=$(vm_pid berth-dev-envprobe)
 tr '\0' ' ' <"/proc/$vpid/cmdline" >"$BERTH_HOME/vmm-argv.txt"
@@ -155,7 +155,7 @@ qpid=$(qemu_pid berth-dev-envprobe)
 tr '\0' ' ' <"/proc/$qpid/cmdline" >"$BERTH_HOME/qemu-argv.txt" 2>/dev/null
 tr '\0' '\n' <"/proc/$qpid/environ" >"$BERTH_HOME/qemu-environ.txt" 2>/dev/null
 check "nor do QEMU's" \
-	sh -c "grep -q 'serial=secrets' '$BERTH_HOME/qemu-argv.txt' && ! grep -qF -e '$token' -e '$shared' '$BERTH_HOME/qemu-argv.txt' '$BERTH_HOME/qemu-environ.txt'"
+	sh -c "grep -q 'serial=boot' '$BERTH_HOME/qemu-argv.txt' && ! grep -qF -e '$token' -e '$shared' '$BERTH_HOME/qemu-argv.txt' '$BERTH_HOME/qemu-environ.txt'"
 check "vm.json, vmm.log and console.log do not" absent "$run/vm.json" "$run/vmm.log" "$run/console.log"
 control berth-dev-envprobe >"$BERTH_HOME/events.txt"
 check "berth-init reports the names it delivered, and no value" \

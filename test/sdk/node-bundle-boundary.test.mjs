@@ -237,6 +237,7 @@ function bareBerth(parent, { withYaml = false } = {}) {
 	writeFileSync(join(berth, "package.json"), JSON.stringify({ name: "berth", private: true }));
 	for (const f of ["package.json", "runtime.mjs", "index.d.ts", "src", "proto"]) cpSync(join(SDK, f), join(berth, "sdk", "node", f), { recursive: true });
 	cpSync(BUNDLER, join(berth, "sdk", "node", "bundle.mjs"));
+	cpSync(join(ROOT, "sdk", "capability-model.json"), join(berth, "sdk", "capability-model.json"));
 	if (withYaml) cpSync(join(ROOT, "node_modules", "yaml"), join(berth, "node_modules", "yaml"), { recursive: true });
 	return join(berth, "sdk", "node", "bundle.mjs");
 }

@@ -361,7 +361,7 @@ TEST(filesystem_scopes_revalidated)
 		"ignoring capability \"filesystem:read:/\" — filesystem:*:/ would grant the entire container filesystem — declare a path under /workspace, /context, /tmp, /app instead\n" WARNING
 		"ignoring capability \"filesystem:write:/workspace/*/src\" — filesystem path may only use a trailing \"/*\" glob (a \"*\" anywhere else becomes a literal directory name), got \"/workspace/*/src\"\n" WARNING
 		"ignoring capability \"filesystem:write:workspace\" — filesystem path must be absolute (start with \"/\"), got \"workspace\"\n" WARNING
-		"ignoring capability \"filesystem:write:/work\\u0000space\" — filesystem path must not contain a null byte\n" WARNING
+		"ignoring capability \"filesystem:write:/work\\u0000space\" (capability must not contain a NUL byte)\n" WARNING
 		"ignoring capability \"filesystem:write:/workspace/\" — filesystem path must be canonical — no empty, \".\" or \"..\" segments, and no trailing slash — got \"/workspace/\"\n" WARNING
 		"ignoring capability \"filesystem:read:/*\" — filesystem:*:/ would grant the entire container filesystem — declare a path under /workspace, /context, /tmp, /app instead\n" WARNING
 		"ignoring capability \"filesystem:write:/*\" — filesystem:*:/ would grant the entire container filesystem — declare a path under /workspace, /context, /tmp, /app instead\n" WARNING
@@ -1295,9 +1295,9 @@ TEST(decoder_accepts_the_base_policy)
 TEST(decoder_refuses_keys_and_schema)
 {
 	static const char schema_other[] =
-		"schema is another, not 2: this policy was compiled for another version of agent-init";
+		"schema is not 2: this policy was written for another version of agent-init";
 	static const char schema_missing[] =
-		"schema is missing, not 2: this policy was compiled for another version of agent-init";
+		"schema is missing: this policy was written for another version of agent-init (schema 2 needed)";
 	CapabilityPolicy *p = NULL;
 	char *err = NULL;
 
@@ -1436,7 +1436,7 @@ TEST(decoder_refuses_write_paths_the_app_may_not_write)
 	CapabilityPolicy *p = NULL;
 	json_object_set_new(doc, "writePaths", json_pack("[s%]", "/tmp/a\0/x", (size_t)9));
 	ASSERT_ERROR(capability_policy_from_json(doc, &p, &e), EINVAL);
-	ASSERT_STREQ(e, BAD_WRITE(0));
+	ASSERT_STREQ(e, "writePaths[0] holds a NUL byte");
 	free(e);
 	/* The run directory is the policy's own app's. */
 	json_object_set_new(doc, "appName", json_string("other"));
@@ -1468,7 +1468,7 @@ TEST(decoder_refuses_bad_read_paths)
 	char *e = NULL;
 	json_object_set_new(doc, "readPaths", json_pack("[s%]", "/usr\0/x", (size_t)7));
 	ASSERT_ERROR(capability_policy_from_json(doc, &p, &e), EINVAL);
-	ASSERT_STREQ(e, BAD_READ(0));
+	ASSERT_STREQ(e, "readPaths[0] holds a NUL byte");
 	free(e);
 	json_decref(doc);
 }

@@ -396,15 +396,13 @@ TEST(acceptance_two_apps)
 		ASSERT_HAS(out,
 			   "- filesystem:write:/workspace/.berth/dev-workspace/boundary-app-b\n");
 		ASSERT_HAS(out, "cannot be widened on a running process");
-		ASSERT_HAS(out, "fix: add this line to `capabilities:` in "
+		ASSERT_HAS(out, "fix: add one of these lines to `capabilities:` in "
 				"/home/u/apps/boundary-app-a/berth.yml, then restart the app");
-		/* it declares no filesystem:read:, so only the write can have been refused */
-		ASSERT_LACKS(out, "- filesystem:read:");
+		/* Reads are confined for every app: the open may have been either. */
 		ASSERT_HAS(out,
-			   "note: open(2) could have been a read or a write, but only the "
-			   "write can have been refused by the ruleset: \"boundary-app-a\" "
-			   "declares no filesystem:read: line, so its reads are not restricted. "
-			   "If this export only reads there, something else refused it");
+			   "- filesystem:read:/workspace/.berth/dev-workspace/boundary-app-b\n");
+		ASSERT_HAS(out, "(2) is used for both reading and writing, so declare whichever "
+				"this export actually needs — not both.");
 		ASSERT_HAS(out,
 			   "declared: "
 			   "filesystem:write:/workspace/.berth/dev-workspace/boundary-app-a\n");
@@ -481,23 +479,28 @@ TEST(ambiguous_syscall_offers_both_and_says_why)
 
 TEST(ambiguous_with_one_side_already_allowed)
 {
-	/* write declared, reads scoped to /context: an open of /workspace/x can only have been
-	 * refused as a read */
+	/* read declared for /context, write not: an open of /context/x can only have been
+	 * refused as a write */
 	_cleanup_free_ char *out = explain_yaml(
-		"EACCES: permission denied, open '/workspace/x'",
+		"EACCES: permission denied, open '/context/x'",
 		"name: app\nversion: 1.0.0\ncapabilities:\n  - filesystem:write:/workspace\n"
 		"  - filesystem:read:/context\n",
 		ENFORCEMENT_ENFORCED);
+	/* and a write line grants reading back what it may write: nothing is missing */
+	_cleanup_free_ char *both = explain_yaml(
+		"EACCES: permission denied, open '/workspace/x'",
+		"name: app\nversion: 1.0.0\ncapabilities:\n  - filesystem:write:/workspace\n",
+		ENFORCEMENT_ENFORCED);
 
 	ASSERT_HAS(out, "fix: add this line");
-	ASSERT_HAS(out, "  - filesystem:read:/workspace\n");
-	ASSERT_LACKS(out, "  - filesystem:write:");
-	ASSERT_HAS(out, "note: open(2) could have been a read or a write, but only the read can "
+	ASSERT_HAS(out, "  - filesystem:write:/context\n");
+	ASSERT_LACKS(out, "  - filesystem:read:");
+	ASSERT_HAS(out, "note: open(2) could have been a read or a write, but only the write can "
 			"have been refused by the ruleset: \"app\" already declares "
-			"filesystem:write:/workspace. If this export only writes there, something "
+			"filesystem:read:/context. If this export only reads there, something "
 			"else refused it");
-	ASSERT_HAS(out, "alternative: leave berth.yml as it is and have the export read where "
-			"\"app\" already may: /context, /tmp, /app\n");
+	ASSERT_HAS(both, "fix: not a missing declaration — \"app\" already declares "
+			 "filesystem:write:/workspace. Likely file ownership");
 }
 
 TEST(already_declared_is_not_a_missing_line)
@@ -532,7 +535,7 @@ TEST(what_every_app_may_touch_undeclared)
 	_cleanup_free_ char *b = explain_yaml("EACCES: permission denied, mkdir "
 					      "'/run/berth/filesystem/sock'",
 					      WORKSPACE_RW_YML, ENFORCEMENT_ENFORCED);
-	/* reads are scoped (filesystem:read: declared), and /etc is in the read baseline */
+	/* reads are confined for every app, and /etc is in the read baseline */
 	_cleanup_free_ char *c = explain_yaml("EACCES: permission denied, stat '/etc/passwd'",
 					      WORKSPACE_RW_YML, ENFORCEMENT_ENFORCED);
 	/* but /opt is not, and no line can add it */
@@ -546,9 +549,9 @@ TEST(what_every_app_may_touch_undeclared)
 		      "/tmp/filesystem and /run/berth/filesystem without declaring them; reads "
 		      "under /usr,");
 	ASSERT_HAS(b, "fix: not a missing declaration — every app may write");
-	ASSERT_HAS(c,
-		   "fix: not a missing declaration — reads under /usr, /bin, /sbin, /lib, "
-		   "/etc, /proc, /dev, /tmp, /app and /run/berth/filesystem are always allowed.");
+	ASSERT_HAS(c, "fix: not a missing declaration — reads under /usr, /bin, /sbin, /lib, "
+		      "/etc, /proc, /dev, /app, /tmp/filesystem and /run/berth/filesystem are "
+		      "always allowed.");
 	ASSERT_HAS(d, "fix: none available");
 	ASSERT_HAS(e,
 		   "fix: none available — a berth.yml filesystem scope may only name "

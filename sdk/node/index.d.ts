@@ -83,6 +83,22 @@ export function requestCapability(appName: string, capability: string): Promise<
 export function configureEgressProxy(): boolean;
 export function matchesCapability(granted: string, requested: string): boolean;
 
+export interface WriteFileDurableOptions {
+	/** The new file's mode, less the umask, as with open(2). Default 0o600. */
+	mode?: number;
+	/** Create missing parent directories first (like mkdir -p), and make their entries durable too. */
+	mkdir?: boolean;
+}
+
+/**
+ * Write `data` (a string is written as UTF-8) to `path` so that it is on the disk when the
+ * promise resolves: a temporary file in the same directory is written, fsynced and renamed
+ * over `path`, and the directory is fsynced. After a crash `path` holds either its old
+ * content or all of `data`. On failure it rejects, removes the temporary file and leaves
+ * `path` as it was; errors name `path`, in fs's own form (`EACCES: permission denied, open '<path>'`).
+ */
+export function writeFileDurable(path: string, data: string | ArrayBufferView, options?: WriteFileDurableOptions): Promise<void>;
+
 export interface ConnectorParam {
 	in: "path" | "query" | "body";
 	type: "string" | "number" | "boolean";

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Python SDK: `python3 -m berth_sdk.runtime` as a subprocess over its socket and
-stdio, its context bus codec against the protobuf library, and hello-world-py and the
-python template in-process."""
+stdio, its context bus codec against the protobuf library, write_file_durable, and
+hello-world-py and the python template in-process."""
 import json
 import os
 import shutil
@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -22,6 +23,7 @@ FIXTURE = os.path.join(HERE, "fixtures", "python-app")
 sys.path.insert(0, SDK)
 
 from berth_sdk import context_bus as cb  # noqa: E402
+from berth_sdk import durable  # noqa: E402
 from berth_sdk import rpc, runtime  # noqa: E402
 from berth_sdk.app import AppContext  # noqa: E402
 
@@ -449,3 +451,262 @@ class ExampleAppsTest(unittest.TestCase):
         self.assertTrue(matches_capability("browser:navigate:a?b", "browser:navigate:a?b"))
         self.assertFalse(matches_capability("browser:navigate:a?b", "browser:navigate:ab"))
         self.assertFalse(matches_capability("network:connect:80", "network:bind:80"))
+
+
+class DurableWriteTest(unittest.TestCase):
+    """write_file_durable: the data is there and nothing else is, os.fsync reaches the file
+    and then its directory, concurrent calls keep to their own temporary files, and a
+    failure at any step raises, names the target and leaves the directory as it was."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="berth-py-durable-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def spy_fsync(self, on_fsync=None):
+        """Patch os.fsync: each call records what the descriptor is, then may fail."""
+        calls = []
+        real = os.fsync
+
+        def fsync(fd):
+            link = os.readlink(f"/proc/self/fd/{fd}")
+            is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+            call = {"path": link, "is_dir": is_dir}
+            if not is_dir:
+                with open(f"/proc/self/fd/{fd}", "rb") as f:
+                    call["content"] = f.read()
+            calls.append(call)
+            if on_fsync:
+                on_fsync(call)
+            return real(fd)
+
+        patcher = mock.patch("os.fsync", side_effect=fsync)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        return calls, patcher
+
+    def assert_fails(self, exc_type, path, fn):
+        with self.assertRaises(exc_type) as cm:
+            fn()
+        self.assertEqual(cm.exception.filename, path)
+        self.assertNotIn(".tmp", str(cm.exception))
+        return cm.exception
+
+    def test_exported(self):
+        import berth_sdk
+        self.assertIs(berth_sdk.write_file_durable, durable.write_file_durable)
+        self.assertIn("write_file_durable", berth_sdk.__all__)
+
+    def test_data_is_there_and_nothing_else(self):
+        f = self.path("notes.json")
+        self.assertIsNone(durable.write_file_durable(f, '[{"text":"héllo"}]\n'))
+        with open(f, encoding="utf-8") as fh:
+            self.assertEqual(fh.read(), '[{"text":"héllo"}]\n')
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o600)
+        self.assertEqual(os.listdir(self.dir), ["notes.json"])
+        for data, want in ((b"\x00\x01\xff", b"\x00\x01\xff"), (bytearray(b"ab"), b"ab"),
+                           (memoryview(b"mv"), b"mv"), ("", b"")):
+            durable.write_file_durable(f, data)
+            with open(f, "rb") as fh:
+                self.assertEqual(fh.read(), want)
+        self.assertEqual(os.listdir(self.dir), ["notes.json"])
+        old = os.umask(0o022)
+        try:
+            durable.write_file_durable(self.path("shared.txt"), "x", mode=0o666)
+        finally:
+            os.umask(old)
+        self.assertEqual(stat.S_IMODE(os.stat(self.path("shared.txt")).st_mode), 0o644)
+        cwd = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            durable.write_file_durable("rel.txt", "relative")
+        finally:
+            os.chdir(cwd)
+        with open(self.path("rel.txt")) as fh:
+            self.assertEqual(fh.read(), "relative")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["notes.json", "rel.txt", "shared.txt"])
+
+    def test_fsync_file_before_rename_then_directory(self):
+        f = self.path("notes.json")
+        with open(f, "w") as fh:
+            fh.write("old")
+        seen = []
+
+        def look(call):
+            with open(f) as fh:
+                seen.append(fh.read())
+
+        calls, _ = self.spy_fsync(look)
+        durable.write_file_durable(f, "new")
+        self.assertEqual(len(calls), 2, calls)
+        file_call, dir_call = calls
+        self.assertFalse(file_call["is_dir"])
+        self.assertEqual(os.path.dirname(file_call["path"]), self.dir)
+        name = os.path.basename(file_call["path"])
+        self.assertTrue(name.startswith(".notes.json.") and name.endswith(".tmp"), name)
+        self.assertEqual(file_call["content"], b"new")
+        self.assertEqual(seen[0], "old", "the target is untouched until the data is synced")
+        self.assertEqual((dir_call["path"], dir_call["is_dir"]), (self.dir, True))
+        self.assertEqual(seen[1], "new", "the directory is synced after the rename")
+
+    def test_directory_fd_is_o_directory(self):
+        flags = []
+        real_open = os.open
+
+        def spy_open(path, fl, *a, **kw):
+            flags.append((path, fl))
+            return real_open(path, fl, *a, **kw)
+
+        with mock.patch("os.open", side_effect=spy_open):
+            durable.write_file_durable(self.path("x"), "x")
+        (temp, temp_flags), (d, dir_flags) = flags
+        self.assertEqual(temp_flags & (os.O_CREAT | os.O_EXCL), os.O_CREAT | os.O_EXCL)
+        self.assertEqual(d, self.dir)
+        self.assertEqual(dir_flags & (os.O_DIRECTORY | os.O_ACCMODE), os.O_DIRECTORY | os.O_RDONLY)
+
+    def test_concurrent_writers(self):
+        f = self.path("same.json")
+        n = 24
+        datas = [(f"writer {i} " * 5000).encode() for i in range(n)]
+        calls, _ = self.spy_fsync()
+        errors = []
+
+        def write(data):
+            try:
+                durable.write_file_durable(f, data)
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=write, args=(d,)) for d in datas]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        files = [c for c in calls if not c["is_dir"]]
+        self.assertEqual(len({c["path"] for c in files}), n, "a temporary name per call")
+        self.assertEqual(sorted(c["content"] for c in files), sorted(datas), "each synced its own data, whole")
+        self.assertEqual(len([c for c in calls if c["is_dir"]]), n)
+        with open(f, "rb") as fh:
+            self.assertIn(fh.read(), datas)
+        self.assertEqual(os.listdir(self.dir), ["same.json"])
+        # Child processes too (the names carry the pid).
+        script = ("import sys; sys.path.insert(0, sys.argv[1]); from berth_sdk.durable import write_file_durable as w; "
+                  "[w(sys.argv[2], sys.argv[3] * 1000) for _ in range(20)]")
+        procs = [subprocess.Popen([PYTHON, "-c", script, SDK, f, str(i)]) for i in range(4)]
+        self.assertEqual([p.wait(60) for p in procs], [0] * 4)
+        self.assertEqual(os.listdir(self.dir), ["same.json"])
+
+    def test_missing_directory(self):
+        f = self.path("missing", "x.json")
+        e = self.assert_fails(FileNotFoundError, f, lambda: durable.write_file_durable(f, "x"))
+        self.assertEqual(str(e), f"[Errno 2] No such file or directory: '{f}'")
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_read_only_directory(self):
+        f = self.path("kept.json")
+        with open(f, "w") as fh:
+            fh.write("old")
+        if os.geteuid() == 0:
+            # root ignores modes: try it as nobody, in a child (the directory is root's, 0755).
+            os.chmod(self.dir, 0o755)
+            script = ("import json, sys; sys.path.insert(0, sys.argv[1]); from berth_sdk.durable import write_file_durable\n"
+                      "try:\n    write_file_durable(sys.argv[2], 'new'); print('wrote')\n"
+                      "except OSError as e:\n    print(json.dumps([type(e).__name__, e.filename, str(e)]))\n")
+            r = subprocess.run([PYTHON, "-c", script, SDK, f], user=65534, group=65534,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout), ["PermissionError", f, f"[Errno 13] Permission denied: '{f}'"])
+        else:
+            os.chmod(self.dir, 0o555)
+            try:
+                self.assert_fails(PermissionError, f, lambda: durable.write_file_durable(f, "new"))
+            finally:
+                os.chmod(self.dir, 0o755)
+        self.assertEqual(os.listdir(self.dir), ["kept.json"])
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "old")
+
+    def test_failing_fsync_removes_the_temporary_file(self):
+        f = self.path("kept.json")
+        with open(f, "w") as fh:
+            fh.write("old")
+
+        def fail(call):
+            if not call["is_dir"]:
+                raise OSError(5, "Input/output error")
+
+        calls, _ = self.spy_fsync(fail)
+        e = self.assert_fails(OSError, f, lambda: durable.write_file_durable(f, "new"))
+        self.assertEqual(e.errno, 5)
+        self.assertEqual(len(calls), 1, "nothing is renamed or synced after the failure")
+        self.assertEqual(os.listdir(self.dir), ["kept.json"])
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "old")
+
+    def test_failing_rename_removes_the_temporary_file(self):
+        f = self.path("becomes-a-dir")
+
+        def race(call):
+            if not call["is_dir"]:
+                os.mkdir(f)
+                with open(os.path.join(f, "inside"), "w"):
+                    pass
+
+        self.spy_fsync(race)
+        self.assert_fails(IsADirectoryError, f, lambda: durable.write_file_durable(f, "new"))
+        self.assertEqual(os.listdir(self.dir), ["becomes-a-dir"])
+
+    def test_failing_write_removes_the_temporary_file(self):
+        f = self.path("x")
+        with mock.patch("os.write", side_effect=OSError(28, "No space left on device")):
+            e = self.assert_fails(OSError, f, lambda: durable.write_file_durable(f, "new"))
+        self.assertEqual(e.errno, 28)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_directory_target_and_bad_arguments(self):
+        os.mkdir(self.path("sub"))
+        self.assert_fails(IsADirectoryError, self.path("sub"), lambda: durable.write_file_durable(self.path("sub"), "x"))
+        slash = self.path("nodir") + "/"
+        self.assert_fails(IsADirectoryError, slash, lambda: durable.write_file_durable(slash, "x"))
+        with self.assertRaises(TypeError):
+            durable.write_file_durable(self.path("x"), 5)
+        with self.assertRaises(ValueError):
+            durable.write_file_durable("", "x")
+        self.assertEqual(os.listdir(self.dir), ["sub"])
+        self.assertEqual(os.listdir(self.path("sub")), [])
+
+    def test_mkdir_syncs_each_new_directory_entry(self):
+        os.mkdir(self.path("a"))
+        f = self.path("a", "b", "c", "x.json")
+        calls, patcher = self.spy_fsync()
+        durable.write_file_durable(f, "deep", mkdir=True)
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "deep")
+        dirs = [c["path"] for c in calls if c["is_dir"]]
+        for want in (self.path("a"), self.path("a", "b"), self.path("a", "b", "c")):
+            self.assertIn(want, dirs)
+        self.assertNotIn(self.dir, dirs)
+        self.assertEqual(dirs[-1], self.path("a", "b", "c"))
+        calls.clear()
+        durable.write_file_durable(f, "again", mkdir=True)
+        self.assertEqual([c["path"] for c in calls if c["is_dir"]], [self.path("a", "b", "c")])
+        missing = self.path("q", "x")
+        self.assert_fails(FileNotFoundError, missing, lambda: durable.write_file_durable(missing, "x"))
+
+    def test_symlink_written_through_and_device_in_place(self):
+        os.mkdir(self.path("real"))
+        with open(self.path("real", "f"), "w") as fh:
+            fh.write("old")
+        os.symlink("real/f", self.path("link"))
+        os.symlink("real", self.path("dirlink"))
+        durable.write_file_durable(self.path("link"), "through the link")
+        with open(self.path("real", "f")) as fh:
+            self.assertEqual(fh.read(), "through the link")
+        self.assertTrue(os.path.islink(self.path("link")))
+        durable.write_file_durable(self.path("dirlink", "g"), "through a directory link")
+        self.assertEqual(sorted(os.listdir(self.path("real"))), ["f", "g"])
+        durable.write_file_durable("/dev/null", "discarded")
+        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))

@@ -7,3 +7,4 @@ export { requestCapability } from "./request-capability.mjs";
 export { configureEgressProxy } from "./egress.mjs";
 export { defineConnectorApp } from "./connector.mjs";
 export { matchesCapability } from "./capability.mjs";
+export { writeFileDurable } from "./durable.mjs";

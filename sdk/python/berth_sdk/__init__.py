@@ -13,6 +13,7 @@ Run with ``python3 -m berth_sdk.runtime`` (cwd = the app directory).
 from .app import AppContext, BerthApp, define_app
 from .capability import matches_capability, request_capability
 from .context_bus import ContextBusClient, LocalContextBus, create_local_context_bus
+from .durable import write_file_durable
 from .egress import configure_egress_proxy
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "define_app",
     "matches_capability",
     "request_capability",
+    "write_file_durable",
 ]
 __version__ = "0.1.0"

@@ -150,6 +150,68 @@ test("filesystem: workspace files, events, truncate, /context, probes", async ()
 	assert.equal(readFileSync(join(work, "outside", "x.txt"), "utf8"), "x");
 });
 
+// FileHandle.prototype.sync, held up a little so that an answer that did not wait for it
+// would show: records what each sync was of and when it finished.
+async function withSlowSync(fn) {
+	const { open } = await import("node:fs/promises");
+	const { readlinkSync } = await import("node:fs");
+	const fh = await open(join(SDK, "src", "index.mjs"), "r");
+	const proto = Object.getPrototypeOf(fh);
+	await fh.close();
+	const real = proto.sync;
+	const syncs = [];
+	proto.sync = async function () {
+		const what = readlinkSync(`/proc/self/fd/${this.fd}`);
+		await new Promise((r) => setTimeout(r, 30));
+		await real.call(this);
+		syncs.push({ what, done: performance.now() });
+	};
+	try {
+		return await fn(syncs);
+	} finally {
+		proto.sync = real;
+	}
+}
+
+test("notes and filesystem answer a write only after it is fsynced, file and directory", async () => {
+	const ws = join(work, "durable-ws");
+	const ctxDir = join(work, "durable-context");
+	mkdirSync(ws);
+	mkdirSync(ctxDir);
+	process.env.BERTH_WORKSPACE_ROOT = ws;
+	process.env.BERTH_CONTEXT_MOUNT = ctxDir;
+	const notes = await loadApp("notes");
+	const fsApp = await loadApp("filesystem");
+	await withSlowSync(async (syncs) => {
+		const answered = async (call) => {
+			syncs.length = 0;
+			const r = await call();
+			assert.equal(r.error, undefined, r.error);
+			const at = performance.now();
+			assert.ok(syncs.length > 0 && syncs.every((s) => s.done <= at), "every sync finished before the answer");
+			return syncs.map((s) => s.what);
+		};
+		const added = await answered(() => notes.call("add_note", { text: "kept" }));
+		assert.equal(added.length, 2);
+		assert.match(added[0], /\/\.notes\.json\.[^/]+\.tmp$/, "the new file, before its rename");
+		assert.equal(added[1], ws, "then the workspace directory");
+		const id = JSON.parse(readFileSync(join(ws, "notes.json"), "utf8"))[0].id;
+		assert.deepEqual(await answered(() => notes.call("complete_note", { id })).then((w) => w.at(-1)), ws);
+
+		const wrote = await answered(() => fsApp.call("write_file", { path: "d/e/f.txt", content: "x" }));
+		assert.deepEqual(wrote.slice(-1), [join(ws, "d", "e")]);
+		assert.ok(wrote.includes(ws) && wrote.includes(join(ws, "d")), `the new directories' entries too: ${wrote}`);
+		assert.deepEqual((await answered(() => fsApp.call("write_context_file", { path: "c.md", content: "c" }))).at(-1), ctxDir);
+		assert.deepEqual(await answered(() => fsApp.call("truncate_file", { path: "d/e/f.txt" })), [join(ws, "d", "e", "f.txt")]);
+	});
+	assert.equal(readFileSync(join(ws, "d", "e", "f.txt"), "utf8"), "");
+	assert.deepEqual((await fsApp.call("list_files")).result, { files: ["d", "notes.json"] }, "no temporary file is left");
+	const { statSync } = await import("node:fs");
+	const umask = process.umask(0);
+	process.umask(umask);
+	assert.equal(statSync(join(ctxDir, "c.md")).mode & 0o777, 0o666 & ~umask, "the mode fs.writeFile would give");
+});
+
 test("hello-world template through its runtime over stdio: ping → pong", async () => {
 	const app = join(work, "hello");
 	mkdirSync(join(app, "src"), { recursive: true });

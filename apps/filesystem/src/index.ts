@@ -2,13 +2,15 @@
 // Files in the workspace and in /context, plus probes that show what the sandbox
 // refuses. Paths are joined to the root as given, on purpose: `../` is not filtered
 // here, so a path outside the declared capabilities reaches the kernel, which denies it.
+// Writes and truncates answer only once they are on the disk (fsync), so what an export
+// acknowledged survives the VM being killed right after.
 import { execFile } from "node:child_process";
 import dgram from "node:dgram";
-import { mkdir, readdir, readFile, truncate, writeFile } from "node:fs/promises";
+import { open, readdir, readFile } from "node:fs/promises";
 import net from "node:net";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { probes } from "./probes.js";
-import { defineApp, type ContextBusClient, type SemanticFsClient } from "@berthos/sdk";
+import { defineApp, writeFileDurable, type ContextBusClient, type SemanticFsClient } from "@berthos/sdk";
 import { z } from "zod";
 
 const workspace = () => process.env.BERTH_WORKSPACE_ROOT || "/workspace";
@@ -25,9 +27,21 @@ function describe(err: unknown): string {
 
 async function writeUnder(root: string, path: string, content: string): Promise<string> {
 	const full = join(root, path);
-	await mkdir(dirname(full), { recursive: true });
-	await writeFile(full, content);
+	// 0o666 less the umask, the mode fs.writeFile gives a new file (an app that declares
+	// filesystem:read:/context may read what this one writes there).
+	await writeFileDurable(full, content, { mode: 0o666, mkdir: true });
 	return full;
+}
+
+// fs.truncate (which opens the file "r+" too, so its errors are the same), then fsync.
+async function truncateDurable(full: string, length: number): Promise<void> {
+	const fh = await open(full, "r+");
+	try {
+		await fh.truncate(length);
+		await fh.sync();
+	} finally {
+		await fh.close();
+	}
 }
 
 function probeConnect(host: string, port: number): Promise<{ connected: boolean; error?: string }> {
@@ -110,7 +124,7 @@ export default defineApp((app) => {
 		name: "truncate_file",
 		input: z.object({ path: z.string(), length: z.number().int().nonnegative().optional() }),
 		handler: async ({ path, length }) => {
-			await truncate(join(workspace(), path), length ?? 0);
+			await truncateDurable(join(workspace(), path), length ?? 0);
 		},
 	});
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Notes kept as a pretty-printed JSON array in $BERTH_WORKSPACE_ROOT/notes.json
 // (/workspace/notes.json in a sandbox). Publishes notes.added and notes.completed.
+// add_note and complete_note answer only once the file is on the disk (writeFileDurable),
+// so an acknowledged note survives the VM being killed right after.
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { defineApp, type ContextBusClient } from "@berthos/sdk";
+import { defineApp, writeFileDurable, type ContextBusClient } from "@berthos/sdk";
 import { z } from "zod";
 
 interface Note {
@@ -33,10 +35,8 @@ async function readNotes(): Promise<Note[]> {
 }
 
 async function writeNotes(notes: Note[]): Promise<void> {
-	await mkdir(workspaceRoot(), { recursive: true });
-	const tmp = `${notesFile()}.${process.pid}.tmp`;
-	await writeFile(tmp, JSON.stringify(notes, null, 2) + "\n");
-	await rename(tmp, notesFile());
+	// 0o666 less the umask: the mode notes.json has always had (fs.writeFile's).
+	await writeFileDurable(notesFile(), JSON.stringify(notes, null, 2) + "\n", { mode: 0o666, mkdir: true });
 }
 
 // Requests run concurrently; changes to the file go one at a time.

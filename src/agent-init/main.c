@@ -76,12 +76,14 @@ typedef struct Confinement {
 	char *caps_lines, *uid_lines, *landlock_lines, *seccomp_base_lines, *seccomp_datagram_lines;
 } Confinement;
 
-static void emit(const char *s)
-{
-	size_t len = s ? strlen(s) : 0;
+/* berth-init's report pipe (BERTH_REPORT_FD): the audit lines go there too, on a channel
+ * the app cannot write to, since it is closed at the exec. -1 when there is none. */
+static int report_fd = -1;
 
+static void write_all(int fd, const char *s, size_t len)
+{
 	while (len > 0) {
-		ssize_t n = write(STDERR_FILENO, s, len);
+		ssize_t n = write(fd, s, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -90,6 +92,35 @@ static void emit(const char *s)
 		s += n;
 		len -= (size_t)n;
 	}
+}
+
+static void emit(const char *s)
+{
+	if (!s)
+		return;
+	write_all(STDERR_FILENO, s, strlen(s));
+	/* The JSON lines (the audit records) are the reports; the human lines are not. */
+	for (const char *l = s; report_fd >= 0 && *l;) {
+		const char *nl = strchrnul(l, '\n');
+
+		if (*l == '{')
+			write_all(report_fd, l, (size_t)(nl - l) + (*nl == '\n'));
+		l = *nl ? nl + 1 : nl;
+	}
+}
+
+/* BERTH_REPORT_FD names an open descriptor of ours, or is ignored; the app never sees it. */
+static void take_report_fd(void)
+{
+	const char *v = getenv("BERTH_REPORT_FD");
+	char *end = NULL;
+	long fd = v ? strtol(v, &end, 10) : -1;
+
+	if (v && end && !*end && fd >= 3 && fd < 1024 && fcntl((int)fd, F_GETFD) >= 0) {
+		report_fd = (int)fd;
+		(void)fcntl(report_fd, F_SETFD, FD_CLOEXEC);
+	}
+	(void)unsetenv("BERTH_REPORT_FD");
 }
 
 static _printf_(1, 2) void say(const char *fmt, ...)
@@ -493,8 +524,15 @@ int main(int argc, char *argv[])
 	}
 	c.argv = argv + 1;
 	c.boot_id = boot_id ?: "unknown";
+	take_report_fd();
 	app_identity_parse(getenv("BERTH_APP_UID"), getenv("BERTH_APP_GID"),
 			   getenv("BERTH_APP_SUPPLEMENTARY_GIDS"), &c.id);
+	/* Fail closed: an identity that is missing or does not parse means "stay root" only
+	 * where nothing asked for enforcement. */
+	if (required && !c.id.set)
+		refuse(c.app, c.now, true,
+		       "BERTH_APP_UID or BERTH_APP_GID is missing or not a valid id (not 0), so the "
+		       "app would run as root");
 	if (!have_setpcap())
 		refuse(c.app, c.now, false,
 		       "agent-init must run as root (it needs CAP_SETPCAP to empty the capability bounding set)");

@@ -24,6 +24,7 @@
 #include "macros.h"
 
 #define OUTPUT_LINE_MAX (16 * 1024)
+#define REPORT_BYTES_MAX (64 * 1024) /* of agent-init's reports, per app */
 #define PENDING_RPC_MAX 16
 #define RPC_WAIT_USEC (60 * USEC_PER_SEC)
 #define ENV_MAX 128
@@ -71,7 +72,8 @@ struct App {
 	AppState state;
 	int status; /* wait status once exited */
 	bool stopped;
-	Output out, err;
+	Output out, err, rep; /* rep: agent-init's report pipe */
+	size_t report_bytes;
 	PendingRpc pending[PENDING_RPC_MAX];
 	size_t n_pending;
 	AppConfinement conf;
@@ -148,7 +150,8 @@ int apps_prepare(EvLoop *loop, const json_t *plan, const json_t *secrets)
 		*a = (App){.index = n_apps,
 			   .uid = APP_UID_BASE + n_apps,
 			   .out.fd = -EBADF,
-			   .err.fd = -EBADF};
+			   .err.fd = -EBADF,
+			   .rep.fd = -EBADF};
 		snprintf(a->name, sizeof(a->name), "%s", name);
 		n_apps++;
 	}
@@ -440,26 +443,34 @@ int apps_setup_identities(void)
 /* --- output ---------------------------------------------------------------------- */
 
 /*
- * agent-init's audit lines come on the app's stderr before the app runs. Only the first of
- * each kind counts: whatever the app prints later could be forged, and it cannot print
- * before agent-init has exec'ed it.
+ * agent-init's audit lines come on the report pipe (BERTH_REPORT_FD), which agent-init
+ * closes when it execs the app: the app cannot write there, so nothing it prints is taken
+ * for a report. Only the events agent-init writes count, the first of each, and the pipe
+ * is read for at most REPORT_BYTES_MAX bytes: nothing a peer sends makes PID 1 keep more.
  */
+static const char *const report_events[] = {
+	"capabilities_dropped",	    "app_uid_applied",	      "capability_policy_applied",
+	"namespace_seccomp_filter", "network_seccomp_filter", "capability_enforcement_refused",
+};
+
 static void take_agent_init_report(App *a, const char *line, size_t len)
 {
-	static const char prefix[] = "{\"source\":\"agent-init\"";
-	json_t *o;
+	_cleanup_(json_decrefp) json_t *o = NULL;
 	const char *event;
+	bool known = false;
 
-	if (len < sizeof(prefix) - 1 || memcmp(line, prefix, sizeof(prefix) - 1) != 0)
+	a->report_bytes += len + 1;
+	if (a->report_bytes > REPORT_BYTES_MAX)
 		return;
 	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
 	event = json_string_value(json_object_get(o, "event"));
-	if (event && !json_object_get(a->reports, event)) {
-		json_object_set(a->reports, event, o);
-		journal_event("agent_init_report",
-			      json_pack("{s:s, s:O}", "app", a->name, "report", o));
-	}
-	json_decref(o);
+	for (size_t i = 0; event && i < ELEMENTSOF(report_events); i++)
+		known |= streq(event, report_events[i]);
+	if (!known || !streq(json_string_value(json_object_get(o, "source")) ?: "", "agent-init") ||
+	    json_object_get(a->reports, event))
+		return;
+	json_object_set(a->reports, event, o);
+	journal_event("agent_init_report", json_pack("{s:s, s:O}", "app", a->name, "report", o));
 }
 
 static void output_line(Output *o, const char *line, size_t len)
@@ -467,10 +478,13 @@ static void output_line(Output *o, const char *line, size_t len)
 	App *a = o->app;
 	char needle[CAPABILITY_APP_NAME_MAX + 16];
 
+	if (o == &a->rep) {
+		take_agent_init_report(a, line, len);
+		return;
+	}
 	journal_log(a->name, o->stream, line, len);
 	if (a->state != APP_STARTING || !streq(o->stream, "stderr"))
 		return;
-	take_agent_init_report(a, line, len);
 	/* The runtime's readiness line: [berth:runtime] "<name>" ready */
 	snprintf(needle, sizeof(needle), "\"%s\" ready", a->name);
 	if (memmem(line, len, needle, strlen(needle))) {
@@ -584,6 +598,7 @@ static void build_env(const App *a, Env *e)
 	env_set(e, "BERTH_WORKSPACE_ROOT", "/workspace");
 	env_set(e, "BERTH_REQUIRE_ENFORCEMENT", "1");
 	env_set(e, "BERTH_CAPABILITY_POLICY", a->conf.policy_path);
+	env_set(e, "BERTH_REPORT_FD", "3");
 	snprintf(buf, sizeof(buf), "%u", (unsigned)a->uid);
 	env_set(e, "BERTH_APP_UID", buf);
 	env_set(e, "BERTH_APP_GID", buf);
@@ -602,7 +617,7 @@ static void build_env(const App *a, Env *e)
  * confines the process (identity, capabilities, no_new_privs, Landlock, seccomp) and execs
  * the runtime. Nothing of the app runs before that.
  */
-static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd)
+static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd, int report_fd)
 {
 	Env env = {};
 	char runtime[96], procs[160];
@@ -617,6 +632,9 @@ static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd)
 	build_env(a, &env);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
 	    dup2(err_fd, STDERR_FILENO) < 0)
+		_exit(126);
+	/* The report pipe as fd 3, which agent-init closes before it execs the app. */
+	if (report_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(report_fd, 3) < 0)
 		_exit(126);
 	if (a->conf.cgroup[0]) {
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", a->conf.cgroup);
@@ -640,36 +658,42 @@ static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd)
 	_exit(127);
 }
 
+static void close_pipes(int p[][2], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		safe_close(p[i][0]);
+		safe_close(p[i][1]);
+	}
+}
+
 static int start_app(App *a)
 {
-	int out[2], err[2];
+	int p[3][2] = {{-EBADF, -EBADF}, {-EBADF, -EBADF}, {-EBADF, -EBADF}}; /* out, err, rep */
 	pid_t pid;
 
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return -errno;
-	if (pipe2(err, O_CLOEXEC) < 0) {
-		close(out[0]);
-		close(out[1]);
-		return -errno;
-	}
+	for (size_t i = 0; i < ELEMENTSOF(p); i++)
+		if (pipe2(p[i], O_CLOEXEC) < 0) {
+			int r = -errno;
+
+			close_pipes(p, ELEMENTSOF(p));
+			return r;
+		}
 	pid = fork();
 	if (pid < 0) {
 		int r = -errno;
 
-		close(out[0]);
-		close(out[1]);
-		close(err[0]);
-		close(err[1]);
+		close_pipes(p, ELEMENTSOF(p));
 		return r;
 	}
 	if (pid == 0)
-		exec_app(a, out[1], err[1]);
-	close(out[1]);
-	close(err[1]);
+		exec_app(a, p[0][1], p[1][1], p[2][1]);
+	for (size_t i = 0; i < ELEMENTSOF(p); i++)
+		safe_close(p[i][1]);
 	a->pid = pid;
 	a->state = APP_STARTING;
-	(void)watch_output(a, &a->out, "stdout", out[0]);
-	(void)watch_output(a, &a->err, "stderr", err[0]);
+	(void)watch_output(a, &a->out, "stdout", p[0][0]);
+	(void)watch_output(a, &a->err, "stderr", p[1][0]);
+	(void)watch_output(a, &a->rep, "reports", p[2][0]);
 	journal_event("app_started",
 		      json_pack("{s:s, s:i, s:i, s:s, s:i}", "app", a->name, "pid", (int)pid, "uid",
 				(int)a->uid, "runtime", a->python ? "python" : "node", "port",
@@ -876,6 +900,22 @@ static int connect_app(const App *a)
 		close(fd);
 		return r;
 	}
+	/* The socket lives in a directory the app owns, so the app could put any socket (or a
+	 * link to one) there: only a peer running as the app itself is the app. */
+	{
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+		    cred.uid != a->uid) {
+			journal_logf(
+				"app \"%s\": %s is not served by the app (peer uid %d); refusing "
+				"the connection",
+				a->name, a->socket, len == sizeof(cred) ? (int)cred.uid : -1);
+			close(fd);
+			return -EPERM;
+		}
+	}
 	return fd;
 }
 
@@ -894,7 +934,7 @@ static int on_pending_timer(EvSource *s, uint64_t usec, void *userdata)
 
 			if (fd >= 0)
 				(void)fd_splice_new(apps_loop, p->fd, fd);
-			else if (usec > p->deadline || a->state == APP_EXITED)
+			else if (fd == -EPERM || usec > p->deadline || a->state == APP_EXITED)
 				safe_close(p->fd);
 			else
 				a->pending[keep++] = *p;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -37,12 +38,32 @@ long long journal_uptime_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void console_line(const char *prefix, const char *line, size_t len)
+/*
+ * The console is the record of last resort; a short write there is not worth failing for.
+ * It is a file on the host, so what an app prints may fill it only so far: past
+ * JOURNAL_CONSOLE_APP_MAX bytes of app lines in a boot, they stop being mirrored there
+ * (logs.sock still carries them) and berth-init's own lines go on.
+ */
+static void console_line(const char *prefix, const char *line, size_t len, bool from_app)
 {
-	/* The console is the record of last resort; a short write there is not worth failing for.
-	 */
-	dprintf(STDOUT_FILENO, "[%s] %.*s\n", prefix, (int)MIN(len, (size_t)JOURNAL_LINE_MAX),
-		line);
+	static size_t app_bytes;
+	static bool app_stopped;
+
+	len = MIN(len, (size_t)JOURNAL_LINE_MAX);
+	if (from_app) {
+		if (app_stopped)
+			return;
+		app_bytes += len;
+		if (app_bytes > JOURNAL_CONSOLE_APP_MAX) {
+			app_stopped = true;
+			dprintf(STDOUT_FILENO,
+				"[berth-init] the apps printed more than %u bytes this boot: further app "
+				"lines are not mirrored to the console (berth vm logs still has them)\n",
+				JOURNAL_CONSOLE_APP_MAX);
+			return;
+		}
+	}
+	dprintf(STDOUT_FILENO, "[%s] %.*s\n", prefix, (int)len, line);
 }
 
 void journal_event(const char *event, json_t *fields)
@@ -61,7 +82,7 @@ void journal_event(const char *event, json_t *fields)
 		return;
 	if (events)
 		(void)linebuf_append(events, text, strlen(text));
-	console_line("event", text, strlen(text));
+	console_line("event", text, strlen(text), false);
 	for (size_t i = 0; i < SUBSCRIBERS_MAX; i++)
 		if (subscribers[i].sink)
 			subscribers[i].sink(text, strlen(text), subscribers[i].userdata);
@@ -75,7 +96,7 @@ void journal_log(const char *src, const char *stream, const char *line, size_t l
 
 	if (len > JOURNAL_LINE_MAX)
 		len = JOURNAL_LINE_MAX;
-	console_line(src, line, len);
+	console_line(src, line, len, !streq(src, "berth-init"));
 	o = json_pack("{s:I, s:s, s:s, s:s%}", "t", (json_int_t)journal_uptime_ms(), "src", src,
 		      "stream", stream, "line", line, len);
 	if (!o)

@@ -14,6 +14,8 @@
 #define JOURNAL_EVENTS_MAX_BYTES (1024 * 1024)
 #define JOURNAL_LOGS_MAX_BYTES (1024 * 1024)
 #define JOURNAL_LINE_MAX (64 * 1024)
+/* App lines mirrored to the console (a file on the host) per boot. */
+#define JOURNAL_CONSOLE_APP_MAX (16u * 1024 * 1024)
 
 typedef void (*JournalSink)(const char *line, size_t len, void *userdata);
 

@@ -38,9 +38,11 @@
 #define CONNECT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define STOP_TIMEOUT_USEC (20 * USEC_PER_SEC)
 #define SETTLE_USEC (200 * USEC_PER_MSEC)
-#define EVIDENCE_EVENTS_MAX 8192
-#define WATCH_USEC (100 * USEC_PER_MSEC) /* how often the boot's console is read */
-#define QEMU_TAIL_BYTES (8 * 1024)	 /* QEMU's last words, for the failure report */
+#define EVIDENCE_EVENTS_MAX 4096	       /* boot events kept as evidence */
+#define EVIDENCE_BYTES_MAX (4u * 1024 * 1024)  /* and their bytes */
+#define GUEST_LOG_BYTES_MAX (4u * 1024 * 1024) /* guest events copied into vmm.log */
+#define WATCH_USEC (100 * USEC_PER_MSEC)       /* how often the boot's console is read */
+#define QEMU_TAIL_BYTES (8 * 1024)	       /* QEMU's last words, for the failure report */
 
 typedef struct Listener {
 	struct Serve *serve;
@@ -82,6 +84,7 @@ typedef struct Serve {
 	int guest_exit_code;
 	int qemu_code, qemu_status;
 	json_t *evidence; /* the guest's boot events, in order */
+	size_t evidence_bytes, evidence_dropped, guest_logged;
 	int exit_code;
 	char state[32];
 } Serve;
@@ -309,12 +312,27 @@ static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
 		json_decref(o);
 		return;
 	}
-	log_info("guest: %.*s", (int)MIN(len, (size_t)4096), line);
+	/* vmm.log is a file on the host: the guest fills it only so far. */
+	if (s->guest_logged < GUEST_LOG_BYTES_MAX) {
+		s->guest_logged += MIN(len, (size_t)4096);
+		log_info("guest: %.*s", (int)MIN(len, (size_t)4096), line);
+		if (s->guest_logged >= GUEST_LOG_BYTES_MAX)
+			log_warning(
+				"the guest sent more than %u bytes of events: later ones are not logged here",
+				GUEST_LOG_BYTES_MAX);
+	}
 	progress(s);
 	/* Every boot event is evidence for berth attest; the guest replays them all on each
-	 * new session, so the list restarts then (see on_mux_state()). */
-	if (json_array_size(s->evidence) < EVIDENCE_EVENTS_MAX)
+	 * new session, so the list restarts then (see on_mux_state()). What a guest can make
+	 * us keep is capped by count and by bytes; what is past the caps is counted, not kept. */
+	if (json_array_size(s->evidence) < EVIDENCE_EVENTS_MAX &&
+	    s->evidence_bytes + len <= EVIDENCE_BYTES_MAX) {
 		json_array_append(s->evidence, o);
+		s->evidence_bytes += len;
+	} else if (s->evidence_dropped++ == 0)
+		log_warning(
+			"the guest sent more than %d events or %u bytes of them: later ones are not kept as boot evidence",
+			EVIDENCE_EVENTS_MAX, EVIDENCE_BYTES_MAX);
 	if (streq(event, "boot_complete") && !s->booted) {
 		s->booted = true;
 		set_state(s, "running");
@@ -372,6 +390,7 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 		line_conn_free(s->events);
 		s->events = NULL;
 		json_array_clear(s->evidence);
+		s->evidence_bytes = s->evidence_dropped = 0;
 		if (open_event_stream(s) < 0)
 			log_warning("cannot follow the guest's boot events");
 		log_fanout_session_ready(s->logs);
@@ -674,9 +693,10 @@ static void write_evidence(Serve *s)
 		log_warning("cannot record the boot evidence of %s", s->vmm->boot_id);
 		return;
 	}
-	doc = json_pack("{s:i, s:s, s:s, s:o, s:O, s:s}", "schema", 1, "kind",
+	doc = json_pack("{s:i, s:s, s:s, s:o, s:O, s:s, s:I}", "schema", 1, "kind",
 			"berth.boot-evidence", "bootId", s->vmm->boot_id, "vm",
-			vm ? vm : json_null(), "events", s->evidence, "final", s->state);
+			vm ? vm : json_null(), "events", s->evidence, "final", s->state,
+			"droppedEvents", (json_int_t)s->evidence_dropped);
 	text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
 	if (!text || write_file_atomic(path, text, strlen(text), 0600) < 0)
 		log_warning("cannot write %s", path);

@@ -303,6 +303,11 @@ static int check_apps(Vmm *v)
 		r = load_manifest(app, v->args.apps[i]);
 		if (r < 0)
 			return r;
+		/* The console tells berth-init's own lines and events by these prefixes. */
+		if (streq(app->name, "berth-init") || streq(app->name, "event"))
+			return log_error(
+				"--app %s: the name '%s' is berth-init's own in the VM's log; rename the app in its berth.yml",
+				v->args.apps[i], app->name);
 		for (size_t j = 0; j < i; j++)
 			if (streq(v->apps[j].name, app->name))
 				return log_error(

@@ -222,7 +222,7 @@ static char *running_dir(const char *name)
 	case RUNDIR_STALE: {
 		_cleanup_free_ char *reason = stale_reason(dir);
 
-		rundir_remove(dir);
+		(void)rundir_remove_if_stale(dir);
 		log_error("VM \"%s\" is not running; cleaned up its stale run dir (%s)", name,
 			  reason ? reason : "unknown");
 		break;
@@ -374,33 +374,31 @@ int cmd_vm_logs(int argc, char **argv)
 	return 0;
 }
 
-static int wait_pid_gone(pid_t pid, int timeout_ms)
+static int wait_pidfd_gone(int pidfd, int timeout_ms)
 {
-	int pfd = pidfd_open(pid, 0), r;
-	struct pollfd p;
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 
-	if (pfd < 0)
-		return errno == ESRCH ? 0 : -errno;
-	p = (struct pollfd){.fd = pfd, .events = POLLIN};
-	r = poll(&p, 1, timeout_ms);
-	close(pfd);
-	return r > 0 ? 0 : -ETIME;
+	if (pidfd < 0)
+		return 0;
+	return poll(&p, 1, timeout_ms) > 0 ? 0 : -ETIME;
 }
 
-/* Kill @pid only if it still is the QEMU of @dir: pids get reused. */
+/* Kill @pid only if it still is the QEMU of @dir: pids get reused, so the check and the
+ * kill go through one pidfd. */
 static void kill_if_qemu_of(pid_t pid, const char *dir)
 {
 	_cleanup_free_ char *path = NULL, *cmd = NULL;
+	_cleanup_close_ int pidfd = pid > 1 ? pidfd_open(pid, 0) : -EBADF;
 	size_t len = 0;
 
-	if (pid <= 1 || asprintf(&path, "/proc/%d/cmdline", (int)pid) < 0 ||
+	if (pidfd < 0 || asprintf(&path, "/proc/%d/cmdline", (int)pid) < 0 ||
 	    read_full_file(path, 256 * 1024, &cmd, &len) < 0)
 		return;
 	for (size_t i = 0; i < len; i++)
 		if (cmd[i] == '\0')
 			cmd[i] = ' ';
 	if (strstr(cmd, "qemu-system") && strstr(cmd, dir))
-		(void)kill(pid, SIGKILL);
+		(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
 }
 
 int cmd_vm_stop(int argc, char **argv)
@@ -410,6 +408,7 @@ int cmd_vm_stop(int argc, char **argv)
 	const char *env = getenv("BERTH_VM_STOP_TIMEOUT_MS");
 	unsigned timeout = STOP_TIMEOUT_MS_DEFAULT;
 	long long t0 = now_ms();
+	_cleanup_close_ int pidfd = -EBADF;
 	pid_t pid;
 	int r;
 
@@ -423,28 +422,31 @@ int cmd_vm_stop(int argc, char **argv)
 	if (!dir)
 		return 1;
 	vm = vm_json_load(dir);
-	(void)rundir_inspect(dir, &pid);
+	/* A pidfd taken now, while the pid is known to be this run dir's berth-vmm: every
+	 * signal below goes to that process, even if it dies and its pid is reused. */
+	if (rundir_inspect(dir, &pid) == RUNDIR_RUNNING && pid > 0)
+		pidfd = pidfd_open(pid, 0);
+	if (pidfd < 0 && rundir_inspect(dir, &pid) == RUNDIR_RUNNING)
+		return log_error_errno(errno, "cannot follow berth-vmm (pid %d): %m", (int)pid), 1;
 
 	/* berth-vmm knows the guest: it asks one that answered on its channel to power off,
 	 * and kills one that never did at once (there is nothing of it to lose). */
-	r = pid > 0 ? RET_NERRNO(kill(pid, SIGTERM)) : -ESRCH;
-	if (r < 0)
+	r = pidfd >= 0 ? RET_NERRNO(pidfd_send_signal(pidfd, SIGTERM, NULL, 0)) : -ESRCH;
+	if (r < 0 && r != -ESRCH)
 		log_warning_errno(r, "cannot signal berth-vmm (pid %d): %m; killing it", (int)pid);
-	else if (wait_pid_gone(pid, (int)timeout) == 0) {
+	else if (r == -ESRCH || wait_pidfd_gone(pidfd, (int)timeout) == 0) {
 		/* berth-vmm removes its run dir after a clean power-off; make sure. */
-		if (rundir_inspect(dir, &pid) == RUNDIR_STALE)
-			rundir_remove(dir);
+		(void)rundir_remove_if_stale(dir);
 		printf("stopped \"%s\" in %lld ms\n", argv[1], now_ms() - t0);
 		return 0;
 	} else
 		log_warning("\"%s\" did not power off within %u ms; killing it", argv[1], timeout);
 
 	/* berth-vmm's QEMU dies with it (parent-death signal); kill QEMU too in case. */
-	if (pid > 0)
-		(void)kill(pid, SIGKILL);
+	(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
 	if (json_is_integer(json_object_get(vm, "enginePid")))
 		kill_if_qemu_of((pid_t)json_integer_value(json_object_get(vm, "enginePid")), dir);
-	(void)wait_pid_gone(pid, 5000);
+	(void)wait_pidfd_gone(pidfd, 5000);
 	rundir_remove(dir);
 	printf("killed \"%s\" after %lld ms (it did not shut down cleanly)\n", argv[1],
 	       now_ms() - t0);

@@ -98,15 +98,61 @@ int rundir_remove(const char *dir)
 	return rm_rf(dir);
 }
 
+/*
+ * "<root>/.<name>.lock" serialises what decides a run dir's fate: a VM taking it, and its
+ * removal as stale. Without it two starts could both find a dir stale, and the second
+ * remove what the first had just made; or a sweep could remove a dir a start had made
+ * but not yet locked. Held for a moment only; its own name is never a VM name.
+ */
+static int name_lock(const char *dir)
+{
+	_cleanup_free_ char *copy = strdup(dir), *path = NULL;
+	char *slash = copy ? strrchr(copy, '/') : NULL;
+	int fd;
+
+	if (!slash || slash == copy)
+		return -EINVAL;
+	*slash = '\0';
+	if (asprintf(&path, "%s/.%s.lock", copy, slash + 1) < 0)
+		return -ENOMEM;
+	(void)mkdir_p(copy, 0700);
+	fd = RET_NERRNO(open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int rundir_remove_if_stale(const char *dir)
+{
+	_cleanup_close_ int lock = name_lock(dir);
+	pid_t pid;
+	int r;
+
+	if (lock < 0)
+		return lock;
+	if (rundir_inspect(dir, &pid) != RUNDIR_STALE)
+		return 0;
+	r = rm_rf(dir);
+	return r < 0 ? r : 1;
+}
+
 int rundir_acquire(const char *dir, pid_t *ret_owner, bool *ret_was_stale)
 {
 	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -EBADF;
+	_cleanup_close_ int fd = -EBADF, lock = name_lock(dir);
 	pid_t pid;
 	int r;
 
 	*ret_was_stale = false;
 	*ret_owner = 0;
+	if (lock < 0)
+		return lock;
 	switch (rundir_inspect(dir, &pid)) {
 	case RUNDIR_RUNNING:
 		*ret_owner = pid;
@@ -178,7 +224,8 @@ int rundir_sweep(const char *root, bool remove_stale,
 			state = rundir_inspect(dir, &pid);
 			if (state != RUNDIR_ABSENT && cb)
 				cb(name, state, pid, userdata);
-			if (state == RUNDIR_STALE && (!remove_stale || rundir_remove(dir) >= 0))
+			if (state == RUNDIR_STALE &&
+			    (!remove_stale || rundir_remove_if_stale(dir) > 0))
 				removed++;
 		}
 		free(names[i]);

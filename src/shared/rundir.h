@@ -34,6 +34,9 @@ int rundir_write_pid(int lock_fd, pid_t pid);
 
 /* Remove a run dir and everything in it. */
 int rundir_remove(const char *dir);
+/* Remove @dir if it is stale, deciding that under the lock rundir_acquire() takes: never a
+ * dir a VM is just taking. Returns 1 when removed, 0 when not stale, or -errno. */
+int rundir_remove_if_stale(const char *dir);
 
 /*
  * rundir_sweep() - look at every run dir under @root and call @cb for each (name, state,

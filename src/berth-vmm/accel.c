@@ -562,8 +562,15 @@ int accel_settings(const char *accel_flag, const char *qemu_flag, AccelMode *ret
 		 source == CONFIG_SOURCE_DEFAULT ? "the default"
 		 : described			 ? described
 						 : "?");
+	/* An absolute path from here on: execvp() would also try the current directory (an
+	 * app's folder, for berth dev) when $PATH has a relative entry. */
 	qemu = config_get(&cfg, CONFIG_QEMU, qemu_flag, NULL);
-	*ret_qemu = strdup(qemu);
+	*ret_qemu = resolve_program(qemu);
+	if (!*ret_qemu)
+		snprintf(err, errlen,
+			 "cannot find the QEMU program \"%s\"%s: install QEMU (qemu-system-x86) or "
+			 "point BERTH_QEMU or vm.qemu at it",
+			 qemu, strchr(qemu, '/') ? "" : " in the absolute entries of PATH");
 	config_done(&cfg);
-	return *ret_qemu ? 0 : -ENOMEM;
+	return *ret_qemu ? 0 : -EINVAL;
 }

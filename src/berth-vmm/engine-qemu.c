@@ -90,6 +90,22 @@ static void arg(ArgvBuilder *b, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A value in a QEMU option list: "," separates options there, and ",," is a literal
+ * comma (a run dir under a path with a comma in it must not add options). malloc()ed. */
+static char *qemu_opt_value(const char *s)
+{
+	char *out = malloc(2 * strlen(s) + 1), *o = out;
+
+	for (; out && *s; s++) {
+		*o++ = *s;
+		if (*s == ',')
+			*o++ = ',';
+	}
+	if (out)
+		*o = '\0';
+	return out;
+}
+
 static void argv_free(char **argv)
 {
 	if (!argv)
@@ -145,9 +161,13 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	arg(&b, "-append");
 	arg(&b, "%s", cmdline);
 	arg(&b, "-chardev");
-	if (cfg->console_path)
-		arg(&b, "file,id=console,path=%s", cfg->console_path);
-	else
+	if (cfg->console_path) {
+		_cleanup_free_ char *path = qemu_opt_value(cfg->console_path);
+
+		if (!path)
+			b.error = -ENOMEM;
+		arg(&b, "file,id=console,path=%s", path ?: "");
+	} else
 		arg(&b, "stdio,id=console,signal=off");
 	arg(&b, "-serial");
 	arg(&b, "chardev:console");
@@ -170,9 +190,12 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 		arg(&b, "virtio-serial-device,max_ports=%zu", cfg->n_ports + 1);
 	}
 	for (size_t i = 0; i < cfg->n_ports; i++) {
+		_cleanup_free_ char *path = qemu_opt_value(cfg->ports[i].socket_path);
+
+		if (!path)
+			b.error = -ENOMEM;
 		arg(&b, "-chardev");
-		arg(&b, "socket,id=port%zu,path=%s,server=on,wait=off", i,
-		    cfg->ports[i].socket_path);
+		arg(&b, "socket,id=port%zu,path=%s,server=on,wait=off", i, path ?: "");
 		arg(&b, "-device");
 		arg(&b, "virtserialport,chardev=port%zu,name=%s", i, cfg->ports[i].name);
 	}

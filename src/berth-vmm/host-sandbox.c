@@ -316,8 +316,10 @@ static char *find_program(const char *name)
 	while (*path) {
 		size_t len = strcspn(path, ":");
 
-		if (snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)(len ? len : 1),
-			     len ? path : ".", name) < (int)sizeof(candidate) &&
+		/* Absolute entries only: a relative one is the current directory's. */
+		if (len > 0 && path[0] == '/' &&
+		    snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)len, path, name) <
+			    (int)sizeof(candidate) &&
 		    stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
 		    access(candidate, X_OK) == 0)
 			return realpath(candidate, NULL);

@@ -37,6 +37,11 @@ int find_executable_in_path(const char *name, char **ret_path)
 	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
 		char *p;
 
+		/* A relative entry ("", ".", "node_modules/.bin") names whatever directory we were
+		 * started in, an app's folder for berth dev: never a program of ours. */
+		if (dir[0] != '/')
+			continue;
+
 		if (asprintf(&p, "%s/%s", dir, name) < 0)
 			return -ENOMEM;
 		if (is_executable_file(p)) {

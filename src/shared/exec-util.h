@@ -10,7 +10,8 @@
  */
 
 /*
- * find_executable_in_path() - look @name up in $PATH, as execvp() would.
+ * find_executable_in_path() - look @name up in $PATH, as execvp() would, but in absolute
+ * entries only (a relative one names the current directory, which may be an app's).
  * Returns 0 and a malloc()ed path to an executable regular file in *@ret_path, -ENOENT when
  * $PATH has none (or is unset), -ENOMEM.
  */

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 7
+plan 8
 
 check "berth vm install --from the build output" install_artifacts || diag < "$BERTH_HOME/install.log"
 
@@ -21,6 +21,25 @@ else
 fi
 check "the guest's berth-init ran on the pinned kernel" grep -q '"kernel":"6.12' "$console"
 check "the guest kernel reports Landlock ABI 6 or newer" grep -Eq '"landlockAbi":([6-9]|[1-9][0-9])' "$console"
+
+# A run dir whose path holds a comma: QEMU's option lists take "," as a separator, so the
+# paths in them must be escaped or QEMU would read an option out of a directory name.
+comma_dir=$BERTH_HOME/a,b=c/run
+mkdir -p "$BERTH_HOME/a,b=c"
+"$vmm" run --name e2e-comma --run-dir "$comma_dir" 2>"$BERTH_HOME/vmm-comma.err"
+for ((i = 0; i < 600; i++)); do
+	grep -q '"state": "running"' "$comma_dir/vm.json" 2>/dev/null && break
+	sleep 0.2
+done
+if grep -q '"state": "running"' "$comma_dir/vm.json" 2>/dev/null; then
+	ok "a VM whose run dir path holds a comma boots"
+else
+	not_ok "a VM whose run dir path holds a comma boots"
+	diag <"$BERTH_HOME/vmm-comma.err"
+	diag <"$comma_dir/vmm.log"
+fi
+kill "$(cat "$comma_dir/berth-vmm.pid" 2>/dev/null)" 2>/dev/null
+for ((i = 0; i < 150; i++)); do [ -e "$comma_dir/berth-vmm.pid" ] || break; sleep 0.2; done
 
 # Tamper with an installed artifact: flip one byte, keep the size.
 tamper() {

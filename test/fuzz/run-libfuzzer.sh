@@ -25,7 +25,7 @@ libs=
 case "$target" in
 mux-frames) sources="src/basic/mux.c" ;;
 manifest)
-	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c"
+	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-lyaml -ljansson"
 	;;
 egress-head)
@@ -40,12 +40,16 @@ guest-console)
 	sources="src/berth-vmm/vm-diag.c src/basic/line-split.c src/basic/linebuf.c"
 	;;
 mcp-stdin)
-	sources="src/berth/mcp-framing.c src/berth/mcp-tools.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c"
+	sources="src/berth/mcp-framing.c src/berth/mcp-tools.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-lyaml -ljansson -lm"
 	;;
 denial)
-	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c"
+	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-lyaml -ljansson -lm"
+	;;
+policy)
+	sources="src/shared/boot-disk.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
+	libs="-ljansson -lm"
 	;;
 *)
 	echo "run-libfuzzer.sh: unknown target '$target'; add its sources here" >&2
@@ -60,10 +64,13 @@ fi
 
 mkdir -p "$out/corpus-$target"
 cd "$root"
+# The capability model's tables, as meson generates them.
+python3 tools/gen-capability-model.py sdk/capability-model.json "$out/capability-model.h"
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/berth-vmm -Isrc/berth \
+	-Isrc/capability -I"$out" \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 
 exec "$out/fuzz-$target" -max_total_time="$seconds" -print_final_stats=1 \

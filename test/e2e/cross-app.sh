@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 17
+plan 20
 trap 'kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 install_artifacts || { diag <"$BERTH_HOME/install.log"; exit 1; }
 shares=$BERTH_HOME/shares
@@ -78,6 +78,17 @@ says "and what it writes itself" 'r["ok"] and r["text"] == "b"'
 # alpha leaves a link in its persistent directory, pointing at beta's run directory.
 call alpha symlink '{"target":"/run/berth/beta","path":"/workspace/alpha/link"}'
 says "alpha may make a symlink inside its own directory" 'r["ok"]'
+# alpha's RPC socket lives in a directory alpha owns: it swaps the socket for a link to
+# beta's. berth-init connects as root, so without a peer check alpha's calls would reach beta.
+call alpha symlink '{"target":"/run/berth/beta/rpc.sock","path":"/run/berth/alpha/rpc.sock","replace":true}'
+call alpha read '{"path":"/etc/hostname"}'
+check "a call to alpha after it swapped its socket for beta's is refused, not answered by beta" \
+	sh -c '! printf "%s" "$1" | grep -q "\"ok\": *true"' _ "$out"
+"$berth" vm logs cross >"$BERTH_HOME/logs-1.txt" 2>&1
+check "berth-init says the socket is not served by the app" \
+	grep -q 'rpc.sock is not served by the app (peer uid' "$BERTH_HOME/logs-1.txt"
+call beta read '{"path":"/etc/hostname"}'
+says "beta still answers its own calls" 'r["ok"]'
 "$berth" vm stop cross >/dev/null 2>&1
 check "of the report-shaped lines the apps printed, none was taken for agent-init's" python3 -c '
 import glob, json, sys

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macros.h"
 #include "paths.h"
+#include "term-text.h"
 
 #define KNOWN_RUNS_SHOWN 10
 
@@ -131,19 +132,23 @@ static int do_verify(const char *file, bool json)
 			json_pack("{s:b, s:O}", "ok", n == 0, "problems", problems);
 		_cleanup_free_ char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
-		printf("%s\n", s ? s : "{}");
+		term_text_json(stdout, s ?: "{}", strlen(s ?: "{}"));
+		putchar('\n');
 		return n == 0 ? 0 : 1;
 	}
 	if (n == 0) {
-		printf("%s: OK — recordSha256 %s, enforcement %s\n", file,
-		       json_string_value(json_object_get(rec, "recordSha256")),
-		       json_string_value(
-			       json_object_get(json_object_get(rec, "enforcement"), "status")));
+		json_t *enf = json_object_get(rec, "enforcement");
+
+		term_text_line(stdout, 0, "%s: OK — recordSha256 %s, enforcement %s", file,
+			       json_string_value(json_object_get(rec, "recordSha256")) ?: "?",
+			       json_string_value(json_object_get(enf, "status")) ?: "?");
 		return 0;
 	}
+	/* The messages may quote the record, which anyone may have written. */
 	json_array_foreach(problems, i, p)
-		printf("%s: %s\n", json_string_value(json_object_get(p, "code")),
-		       json_string_value(json_object_get(p, "message")));
+		term_text_line(stdout, 0, "%s: %s",
+			       json_string_value(json_object_get(p, "code")) ?: "?",
+			       json_string_value(json_object_get(p, "message")) ?: "?");
 	fprintf(stderr,
 		"%s: %d problem%s — this record was edited after berth attest wrote it, "
 		"or was not written by it\n",
@@ -160,7 +165,7 @@ int cmd_attest(int argc, char **argv)
 						{}};
 	_cleanup_(json_decrefp) json_t *rec = NULL;
 	_cleanup_free_ char *home = NULL, *runs = NULL, *path = NULL, *apath = NULL, *error = NULL,
-			    *text = NULL;
+			    *text = NULL, *shown = NULL;
 	const char *out = NULL, *verify = NULL, *run_id, *status;
 	char now[32];
 	bool json = false;
@@ -215,6 +220,8 @@ int cmd_attest(int argc, char **argv)
 
 	attest_now_rfc3339(now, sizeof(now));
 	r = attest_run_record(runs, apath, run_id, now, &rec, &error);
+	/* The reason may quote the evidence, which holds what the guest reported. */
+	shown = term_text_dup(error, TERM_TEXT_LOG_LINE);
 	switch (r) {
 	case 0:
 		break;
@@ -230,23 +237,23 @@ int cmd_attest(int argc, char **argv)
 		list_known_runs(runs);
 		return 1;
 	case -ENODATA:
-		log_error("%s", error);
+		log_error("%s", shown ?: "out of memory");
 		fprintf(stderr,
 			"  berth-vmm writes the evidence when the VM ends: see 'berth vm status', "
 			"stop it with\n"
 			"  'berth vm stop NAME', then attest again.\n");
 		return 1;
 	case -ENOTUNIQ:
-		return log_error("%s", error), 1;
+		return log_error("%s", shown ?: "out of memory"), 1;
 	case -EBADMSG:
 		return log_error("the audit trail's hash chain is broken: %s. It was edited or "
 				 "damaged; no record can vouch for this run until it is restored "
 				 "('berth audit verify' shows every segment)",
-				 error),
+				 shown ?: "out of memory"),
 		       1;
 	default:
 		return log_error_errno(r, "cannot attest run %s: %s", run_id,
-				       error ? error : "out of memory"),
+				       shown ?: "out of memory"),
 		       1;
 	}
 
@@ -260,8 +267,8 @@ int cmd_attest(int argc, char **argv)
 		r = write_out(out, text);
 		if (r < 0)
 			return log_error_errno(r, "cannot write %s: %m", out), 1;
-	} else
-		fputs(text, stdout);
+	} else /* raw to a pipe or a file, escaped (the same JSON) on a terminal */
+		term_text_json(stdout, text, strlen(text));
 
 	status = json_string_value(json_object_get(json_object_get(rec, "enforcement"), "status"));
 	if (!streq(status, "ACTIVE")) {
@@ -270,8 +277,10 @@ int cmd_attest(int argc, char **argv)
 		size_t i;
 
 		log_warning("run %s: capability enforcement is %s, not ACTIVE:", run_id, status);
+		/* The reasons quote the guest's reports (an app's name, the probe's words). */
 		json_array_foreach(reasons, i, s)
-			fprintf(stderr, "  - %s\n", json_string_value(s));
+			term_text_line(stderr, TERM_TEXT_LOG_LINE, "  - %s",
+				       json_string_value(s) ?: "?");
 	}
 	if (out)
 		fprintf(stderr, "wrote %s: enforcement %s, recordSha256 %s\n", out, status,

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macros.h"
 #include "parse-util.h"
+#include "term-text.h"
 
 #define LIST_LIMIT_DEFAULT 50
 #define LIST_LIMIT_MAX 1000000
@@ -122,21 +123,11 @@ typedef struct ListFilter {
 	uint64_t matched;
 } ListFilter;
 
-/* @s with control characters (C0, DEL, C1) shown as '?': records carry text from apps
- * and agents, which must not drive the terminal. */
+/* @s with control characters (C0, DEL, C1), line separators and bidi controls shown as
+ * '?': records carry text from apps and agents, which must not drive the terminal. */
 static void put_safe(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	for (; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			putchar('?');
-		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			putchar('?');
-			p++;
-		} else
-			putchar(*p);
-	}
+	term_text_puts(stdout, s, TERM_TEXT_QUESTION);
 }
 
 static const char *str_or(json_t *v, const char *dflt)
@@ -154,8 +145,10 @@ static void print_record(json_t *rec, bool json)
 	if (json) {
 		_cleanup_free_ char *s = json_dumps(rec, JSON_COMPACT);
 
-		if (s)
-			printf("%s\n", s);
+		if (s) {
+			term_text_json(stdout, s, strlen(s));
+			putchar('\n');
+		}
 		return;
 	}
 	for (i = 0; decision[i] && i < sizeof(upper) - 1; i++)

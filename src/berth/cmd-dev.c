@@ -33,6 +33,7 @@
 #include "rundir.h"
 #include "runtime-select.h"
 #include "source-dir.h"
+#include "term-text.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 #include "vmm.h"
@@ -57,15 +58,23 @@ typedef struct Dev {
 	int exit_code;
 } Dev;
 
+/* A line of ours, whose arguments may be the app's text (a bundling error, which may take
+ * several lines): neutralised as a whole. */
 static void say(const char *fmt, ...) _printf_(1, 2);
 static void say(const char *fmt, ...)
 {
+	char *text = NULL;
 	va_list ap;
+	int n;
 
 	fputs("[berth:dev] ", stdout);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	n = vasprintf(&text, fmt, ap);
 	va_end(ap);
+	if (n >= 0) {
+		term_text_write(stdout, text, (size_t)n, TERM_TEXT_LOG_LINE | TERM_TEXT_NEWLINE);
+		free(text);
+	}
 	fputc('\n', stdout);
 	fflush(stdout);
 }
@@ -83,11 +92,17 @@ static void detach_logs(Dev *d)
 
 static void print_log_line(Dev *d, const char *line, size_t len)
 {
-	json_t *o = json_loadb(line, len, 0, NULL);
+	json_t *o = json_loadb(line, len, 0, NULL), *text = json_object_get(o, "line");
 
-	if (json_is_string(json_object_get(o, "line"))) {
-		printf("[%s] %s\n", json_string_value(json_object_get(o, "src")) ?: "?",
-		       json_string_value(json_object_get(o, "line")));
+	/* The app's and the guest's text, on its way to a terminal. */
+	if (json_is_string(text)) {
+		putchar('[');
+		term_text_puts(stdout, json_string_value(json_object_get(o, "src")) ?: "?",
+			       TERM_TEXT_LOG_LINE);
+		fputs("] ", stdout);
+		term_text_write(stdout, json_string_value(text), json_string_length(text),
+				TERM_TEXT_LOG_LINE);
+		putchar('\n');
 		free(d->last_line);
 		d->last_line = strndup(line, len);
 	}
@@ -425,7 +440,10 @@ int cmd_dev(int argc, char **argv)
 		return 1;
 	}
 	if (vm_launch_bundle(&d.l, err, sizeof(err)) < 0) {
-		log_error("bundling %s failed: %s", d.l.app_dir, err);
+		_cleanup_free_ char *shown =
+			term_text_dup(err, TERM_TEXT_LOG_LINE | TERM_TEXT_NEWLINE);
+
+		log_error("bundling %s failed: %s", d.l.app_dir, shown ?: "(out of memory)");
 		dev_done(&d);
 		return 1;
 	}

@@ -42,6 +42,7 @@
 #include "parse-util.h"
 #include "paths.h"
 #include "rundir.h"
+#include "term-text.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 
@@ -77,11 +78,22 @@ static struct {
 	bool running;
 } relay = {.read_fd = -EBADF, .quit_fd = -EBADF, .err_fd = -EBADF};
 
+/* One line to the real standard error, for a person: what goes through the relay includes
+ * the guest's and the app's text (berth vm logs after a failed boot, berth-vmm's output). */
 static void relay_write(const char *buf, size_t len)
 {
-	(void)loop_write(relay.err_fd, PREFIX, strlen(PREFIX));
-	(void)loop_write(relay.err_fd, buf, len);
-	(void)loop_write(relay.err_fd, "\n", 1);
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	if (!f)
+		return;
+	fputs(PREFIX, f);
+	term_text_write(f, buf, len, TERM_TEXT_LOG_LINE);
+	fputc('\n', f);
+	if (fclose(f) == 0)
+		(void)loop_write(relay.err_fd, text, size);
+	free(text);
 }
 
 static void *relay_main(void *arg)

@@ -17,6 +17,7 @@
 #include "parse-util.h"
 #include "paths.h"
 #include "rundir.h"
+#include "term-text.h"
 #include "vm-client.h"
 
 #define RPC_TIMEOUT_MS_DEFAULT 30000
@@ -109,7 +110,9 @@ static int print_result(json_t *reply)
 	text = json_dumps(result ? result : json_null(), JSON_INDENT(2) | JSON_ENCODE_ANY);
 	if (!text)
 		return log_error("cannot print the result"), 1;
-	printf("%s\n", text);
+	/* The app's JSON: as it is to a pipe, escaped (the same value) on a terminal. */
+	term_text_json(stdout, text, strlen(text));
+	putchar('\n');
 	free(text);
 	return 0;
 }
@@ -158,13 +161,14 @@ int cmd_rpc(int argc, char **argv)
 	r = find_app(argv[optind], &dir, &index);
 	if (r < 0) {
 		/* berth dev's VM for it may have died: its run dir says why. */
-		_cleanup_free_ char *name = NULL, *dev_dir = NULL, *failure = NULL;
+		_cleanup_free_ char *name = NULL, *dev_dir = NULL, *failure = NULL, *shown = NULL;
 
 		if (asprintf(&name, "berth-dev-%s", argv[optind]) >= 0 &&
-		    (dev_dir = berth_run_dir(name)) && (failure = vm_failure_reason(dev_dir)))
+		    (dev_dir = berth_run_dir(name)) && (failure = vm_failure_reason(dev_dir)) &&
+		    (shown = term_text_dup(failure, TERM_TEXT_LOG_LINE)))
 			return log_error("the VM %s of \"%s\" failed: %s; start it again with "
 					 "'berth dev' in its folder",
-					 name, argv[optind], failure),
+					 name, argv[optind], shown),
 			       1;
 	}
 	if (r < 0)
@@ -204,7 +208,12 @@ int cmd_rpc(int argc, char **argv)
 			continue;
 		}
 		if (json_is_string(json_object_get(reply, "error"))) {
-			fprintf(stderr, "%s\n", json_string_value(json_object_get(reply, "error")));
+			json_t *error = json_object_get(reply, "error");
+
+			/* The app's own text, which may take several lines (a stack trace). */
+			term_text_write(stderr, json_string_value(error), json_string_length(error),
+					TERM_TEXT_LOG_LINE | TERM_TEXT_NEWLINE);
+			fputc('\n', stderr);
 			json_decref(reply);
 			r = 1;
 			break;
@@ -220,11 +229,12 @@ int cmd_rpc(int argc, char **argv)
 				 argv[optind], timeout),
 		       1;
 	if (r == -ECONNRESET) {
-		_cleanup_free_ char *failure = vm_failure_reason(dir);
+		_cleanup_free_ char *failure = vm_failure_reason(dir),
+				    *shown = term_text_dup(failure, TERM_TEXT_LOG_LINE);
 
-		if (failure)
+		if (shown)
 			return log_error("the VM of \"%s\" failed before it answered: %s",
-					 argv[optind], failure),
+					 argv[optind], shown),
 			       1;
 	}
 	if (r == -ECONNRESET)

@@ -19,6 +19,8 @@
 #include "parse-util.h"
 #include "paths.h"
 #include "rundir.h"
+#include "term-text.h"
+#include "utf8.h"
 #include "vm-client.h"
 
 #define STATUS_TIMEOUT_MS 5000
@@ -81,6 +83,14 @@ static void on_run_dir(const char *name, RunDirState state, pid_t pid, void *use
 	/* Read why it died before the sweep removes it. */
 	if (asprintf(&dir, "%s/%s", s->root, name) >= 0)
 		reason = stale_reason(dir);
+	/* JSON holds only UTF-8: a log line that is not keeps its bytes as escapes, rather than
+	 * the run dir going unreported. */
+	if (reason && !utf8_valid(reason, strlen(reason))) {
+		char *shown = term_text_dup(reason, TERM_TEXT_LOG_LINE);
+
+		free(reason);
+		reason = shown;
+	}
 	json_array_append_new(s->stale, json_pack("{s:s, s:s}", "name", name, "reason",
 						  reason ? reason : "unknown"));
 }
@@ -98,29 +108,34 @@ static json_t *describe_vm(const char *name, bool query)
 	return vm;
 }
 
+/* A string field of @o, or @dflt. */
+static const char *str_of(json_t *o, const char *key, const char *dflt)
+{
+	return json_string_value(json_object_get(o, key)) ?: dflt;
+}
+
+/* Every field comes from vm.json or the guest, and reaches the terminal neutralised. */
 static void print_vm(json_t *vm)
 {
 	json_t *guest = json_object_get(vm, "guest"), *app;
 	size_t i;
 
-	printf("%s  berth-vmm pid %lld  boot %s  started %s\n",
-	       json_string_value(json_object_get(vm, "name")),
-	       json_integer_value(json_object_get(vm, "pid")),
-	       json_string_value(json_object_get(vm, "bootId")) ?: "?",
-	       json_string_value(json_object_get(vm, "startedAt")) ?: "?");
-	printf("  run dir %s\n", json_string_value(json_object_get(vm, "runDir")) ?: "?");
-	printf("  %s, %s (%s), %lld vCPUs, %lld MiB, no network device\n",
-	       json_string_value(json_object_get(vm, "state")) ?: "unknown",
-	       json_string_value(json_object_get(vm, "engine")) ?: "?",
-	       json_string_value(json_object_get(vm, "accelerator")) ?: "?",
-	       json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "cpus")),
-	       json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "memMiB")));
+	term_text_line(stdout, 0, "%s  berth-vmm pid %lld  boot %s  started %s",
+		       str_of(vm, "name", ""), json_integer_value(json_object_get(vm, "pid")),
+		       str_of(vm, "bootId", "?"), str_of(vm, "startedAt", "?"));
+	term_text_line(stdout, 0, "  run dir %s", str_of(vm, "runDir", "?"));
+	term_text_line(
+		stdout, 0, "  %s, %s (%s), %lld vCPUs, %lld MiB, no network device",
+		str_of(vm, "state", "unknown"), str_of(vm, "engine", "?"),
+		str_of(vm, "accelerator", "?"),
+		json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "cpus")),
+		json_integer_value(json_object_get(json_object_get(vm, "vmConfig"), "memMiB")));
 	if (json_is_string(json_object_get(json_object_get(vm, "accel"), "reason")))
-		printf("  accelerator: %s\n",
-		       json_string_value(json_object_get(json_object_get(vm, "accel"), "reason")));
+		term_text_line(stdout, 0, "  accelerator: %s",
+			       str_of(json_object_get(vm, "accel"), "reason", ""));
 	if (json_is_string(json_object_get(json_object_get(vm, "failure"), "reason")))
-		printf("  failed: %s\n", json_string_value(json_object_get(
-						 json_object_get(vm, "failure"), "reason")));
+		term_text_line(stdout, 0, "  failed: %s",
+			       str_of(json_object_get(vm, "failure"), "reason", ""));
 	if (!guest) {
 		printf("  guest: not answering on its control port (still booting?)\n");
 		return;
@@ -128,12 +143,11 @@ static void print_vm(json_t *vm)
 	json_array_foreach(json_object_get(guest, "apps"), i, app) {
 		json_t *cg = json_object_get(app, "cgroup");
 
-		printf("  %s: %s, pid %lld, uid %lld%s%s\n",
-		       json_string_value(json_object_get(app, "name")) ?: "?",
-		       json_string_value(json_object_get(app, "state")) ?: "?",
-		       json_integer_value(json_object_get(app, "pid")),
-		       json_integer_value(json_object_get(app, "uid")), cg ? ", " : "",
-		       cg ? json_string_value(json_object_get(cg, "summary")) ?: "" : "");
+		term_text_line(stdout, 0, "  %s: %s, pid %lld, uid %lld%s%s",
+			       str_of(app, "name", "?"), str_of(app, "state", "?"),
+			       json_integer_value(json_object_get(app, "pid")),
+			       json_integer_value(json_object_get(app, "uid")), cg ? ", " : "",
+			       cg ? str_of(cg, "summary", "") : "");
 	}
 	if (json_array_size(json_object_get(guest, "apps")) == 0)
 		printf("  no apps running\n");
@@ -173,9 +187,10 @@ int cmd_vm_status(int argc, char **argv)
 		json_t *st = json_array_get(s.stale, i);
 
 		if (!json)
-			printf("cleaned up stale run dir of \"%s\" (its berth-vmm is gone; %s)\n",
-			       json_string_value(json_object_get(st, "name")),
-			       json_string_value(json_object_get(st, "reason")));
+			term_text_line(
+				stdout, 0,
+				"cleaned up stale run dir of \"%s\" (its berth-vmm is gone; %s)",
+				str_of(st, "name", "?"), str_of(st, "reason", "unknown"));
 	}
 	for (size_t i = 0; i < json_array_size(s.running); i++) {
 		const char *name = json_string_value(json_array_get(s.running, i));
@@ -188,7 +203,9 @@ int cmd_vm_status(int argc, char **argv)
 		json_t *doc = json_pack("{s:O, s:O}", "vms", out, "staleCleaned", s.stale);
 		char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
 
-		printf("%s\n", text);
+		if (text)
+			term_text_json(stdout, text, strlen(text));
+		putchar('\n');
 		free(text);
 		json_decref(doc);
 	} else if (json_array_size(out) == 0) {
@@ -220,11 +237,12 @@ static char *running_dir(const char *name)
 	case RUNDIR_RUNNING:
 		return dir;
 	case RUNDIR_STALE: {
-		_cleanup_free_ char *reason = stale_reason(dir);
+		_cleanup_free_ char *reason = stale_reason(dir),
+				    *shown = term_text_dup(reason, TERM_TEXT_LOG_LINE);
 
 		(void)rundir_remove_if_stale(dir);
 		log_error("VM \"%s\" is not running; cleaned up its stale run dir (%s)", name,
-			  reason ? reason : "unknown");
+			  shown ?: "unknown");
 		break;
 	}
 	case RUNDIR_ABSENT:
@@ -237,18 +255,32 @@ static char *running_dir(const char *name)
 	return NULL;
 }
 
+/* A line as --json passes it on: its bytes, escaped only on a terminal. */
+static void print_raw_line(const char *line)
+{
+	term_text_json(stdout, line, strlen(line));
+	putchar('\n');
+}
+
 static void print_log_line(const char *line, bool raw)
 {
-	json_t *o;
+	json_t *o, *text;
 
 	if (raw) {
-		printf("%s\n", line);
+		print_raw_line(line);
 		return;
 	}
 	o = json_loads(line, 0, NULL);
-	if (json_is_string(json_object_get(o, "line")))
-		printf("[%s] %s\n", json_string_value(json_object_get(o, "src")) ?: "?",
-		       json_string_value(json_object_get(o, "line")));
+	text = json_object_get(o, "line");
+	if (json_is_string(text)) {
+		putchar('[');
+		term_text_puts(stdout, json_string_value(json_object_get(o, "src")) ?: "?",
+			       TERM_TEXT_LOG_LINE);
+		fputs("] ", stdout);
+		term_text_write(stdout, json_string_value(text), json_string_length(text),
+				TERM_TEXT_LOG_LINE);
+		putchar('\n');
+	}
 	json_decref(o);
 }
 
@@ -258,19 +290,28 @@ static void print_log_line(const char *line, bool raw)
  * points there). Its console mirrors the guest log as "[src] line", so that is what is
  * left to show. A run dir stays for 'berth vm status' to report.
  */
-static int print_stopped_log(const char *name, const char *dir)
+static int print_stopped_log(const char *name, const char *dir, bool raw)
 {
-	_cleanup_free_ char *path = NULL, *text = NULL, *reason = stale_reason(dir);
+	_cleanup_free_ char *path = NULL, *text = NULL, *reason = stale_reason(dir),
+			    *shown = term_text_dup(reason, TERM_TEXT_LOG_LINE);
 	char *save = NULL;
 
 	if (asprintf(&path, "%s/console.log", dir) < 0 ||
 	    read_file_tail(path, 64 * 1024 * 1024, &text) < 0)
 		return log_error("VM \"%s\" is not running and left no console log", name), 1;
-	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-		if (l[0] == '[' && !strneq(l, "[event]", 7) && !strneq(l, "[ ", 2))
-			printf("%s\n", l);
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (l[0] != '[' || strneq(l, "[event]", 7) || strneq(l, "[ ", 2))
+			continue;
+		if (raw)
+			print_raw_line(l);
+		else {
+			term_text_puts(stdout, l, TERM_TEXT_LOG_LINE);
+			putchar('\n');
+		}
+	}
+	fflush(stdout);
 	log_warning("VM \"%s\" is not running (%s); above is the guest log its console kept", name,
-		    reason ? reason : "stopped");
+		    shown ?: "stopped");
 	return 0;
 }
 
@@ -323,12 +364,12 @@ int cmd_vm_logs(int argc, char **argv)
 		return log_error("usage: berth vm logs NAME [--follow]"), 2;
 	dir = berth_run_dir(argv[optind]);
 	if (dir && rundir_inspect(dir, &pid) == RUNDIR_STALE)
-		return print_stopped_log(argv[optind], dir);
+		return print_stopped_log(argv[optind], dir, raw);
 	if (dir && rundir_inspect(dir, &pid) == RUNDIR_ABSENT) {
 		_cleanup_free_ char *kept = kept_logs_dir(argv[optind]);
 
 		if (kept)
-			return print_stopped_log(argv[optind], kept);
+			return print_stopped_log(argv[optind], kept, raw);
 	}
 	free(dir);
 	dir = running_dir(argv[optind]);
@@ -336,7 +377,7 @@ int cmd_vm_logs(int argc, char **argv)
 		return 1;
 	fd = vm_socket_connect(dir, "logs.sock");
 	if (fd < 0) /* shutting down: what its console kept is all there is */
-		return print_stopped_log(argv[optind], dir);
+		return print_stopped_log(argv[optind], dir, raw);
 	line_reader_init(&lr, fd);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {

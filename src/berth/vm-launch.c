@@ -25,6 +25,7 @@
 #include "runtime-select.h"
 #include "secrets-disk.h"
 #include "source-dir.h"
+#include "term-text.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 #include "vm-support.h"
@@ -67,7 +68,10 @@ int vm_launch_load_manifest(const char *dir, Manifest **ret)
 			"%s has no berth.yml: point at an app folder (berth init NAME makes one)",
 			dir);
 	if (r < 0) {
-		fprintf(stderr, "%s\n", err.text ? err.text : strerror(-r));
+		/* The message quotes berth.yml, which is the app's text. */
+		term_text_puts(stderr, err.text ? err.text : strerror(-r),
+			       TERM_TEXT_LOG_LINE | TERM_TEXT_NEWLINE);
+		fputc('\n', stderr);
 		manifest_error_done(&err);
 		return r;
 	}
@@ -402,8 +406,14 @@ static void print_tail(const VmLaunch *l, const char *file, const char *what)
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 		lines[n++ % VM_LAUNCH_TAIL_LINES] = line;
 	fprintf(stderr, "%s%s, last lines (%s):\n", l->prefix, what, path);
-	for (size_t i = n > VM_LAUNCH_TAIL_LINES ? n - VM_LAUNCH_TAIL_LINES : 0; i < n; i++)
-		fprintf(stderr, "  | %.300s\n", lines[i % VM_LAUNCH_TAIL_LINES]);
+	for (size_t i = n > VM_LAUNCH_TAIL_LINES ? n - VM_LAUNCH_TAIL_LINES : 0; i < n; i++) {
+		const char *line = lines[i % VM_LAUNCH_TAIL_LINES];
+
+		fputs("  | ", stderr);
+		term_text_write(stderr, line, term_text_cut(line, strlen(line), 300),
+				TERM_TEXT_LOG_LINE);
+		fputc('\n', stderr);
+	}
 }
 
 /* Keep the logs of a VM that failed under ~/.berth/runs/<boot id>/, where its boot
@@ -465,19 +475,20 @@ static void print_vmm_output(const VmLaunch *l, char *out)
 	for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line;
 	     line = strtok_r(NULL, "\n", &save))
 		if (line[0] != '{' && !streq(line, "ok"))
-			fprintf(stderr, "%s%s\n", l->prefix, line);
+			term_text_line(stderr, TERM_TEXT_LOG_LINE, "%s%s", l->prefix, line);
 }
 
 static void report_failure(VmLaunch *l, int r, const char *reason)
 {
-	_cleanup_free_ char *failure = vm_failure_reason(l->run_dir);
+	_cleanup_free_ char *failure = vm_failure_reason(l->run_dir),
+			    *shown = term_text_dup(failure ?: reason, TERM_TEXT_LOG_LINE);
 	char *largv[] = {"logs", l->vm_name, NULL};
 
 	if (failure || r == -ETIME) {
 		/* The VM itself failed, or never got anywhere: berth-vmm's log and the console
 		 * say why. */
 		if (failure)
-			log_error("the VM failed: %s", failure);
+			log_error("the VM failed: %s", shown ?: "(out of memory)");
 		else
 			log_error("the app was not ready within %u ms", l->boot_timeout_ms);
 		print_tail(l, "vmm.log", "berth-vmm's log");
@@ -486,7 +497,7 @@ static void report_failure(VmLaunch *l, int r, const char *reason)
 	}
 	/* The guest said what went wrong (an app exited, say): its log shows the app's own
 	 * output. */
-	log_error("%s; its log follows (berth vm logs %s)", reason, l->vm_name);
+	log_error("%s; its log follows (berth vm logs %s)", shown ?: "(out of memory)", l->vm_name);
 	settle_failed_vm(l);
 	optind = 1;
 	(void)cmd_vm_logs(2, largv);

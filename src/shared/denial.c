@@ -8,6 +8,7 @@
 #include "denial.h"
 #include "macros.h"
 #include "policy.h"
+#include "term-text.h"
 
 /*
  * What an app may touch without declaring it is what the policy compiler grants it
@@ -22,84 +23,14 @@
 
 /* --- text ---------------------------------------------------------------------------- */
 
-/* One code point of @s (at most @n bytes), strictly: no overlong forms, no surrogates.
- * Returns its length, 0 when the bytes are not valid UTF-8. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret)
-{
-	size_t len;
-	uint32_t cp, min;
-
-	if (s[0] < 0x80) {
-		*ret = s[0];
-		return 1;
-	}
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, cp = s[0] & 0x1f, min = 0x80;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, cp = s[0] & 0x0f, min = 0x800;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, cp = s[0] & 0x07, min = 0x10000;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	*ret = cp;
-	return len;
-}
-
-/* Characters that would let an app's text break or disguise a line of ours: C0 and C1
- * controls, DEL, Unicode line and paragraph separators, bidirectional overrides. */
-static bool is_hostile(uint32_t cp)
-{
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
-	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
 /*
  * Write @n bytes of peer text as valid UTF-8 with nothing hostile left: invalid bytes
  * become U+FFFD, a line feed the two characters "\n" (or a space with @flat), every other
- * hostile character a space.
+ * hostile character a space (term-text.h).
  */
 static void put_clean(FILE *f, const char *s, size_t n, bool flat)
 {
-	const unsigned char *u = (const unsigned char *)s;
-
-	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		size_t len = utf8_decode(u + i, n - i, &cp);
-
-		if (len == 0) {
-			fputs("\xef\xbf\xbd", f);
-			i++;
-		} else if (cp == '\n' && !flat) {
-			fputs("\\n", f);
-			i += len;
-		} else if (is_hostile(cp)) {
-			fputc(' ', f);
-			i += len;
-		} else {
-			fwrite(u + i, 1, len, f);
-			i += len;
-		}
-	}
-}
-
-/* @n cut back so that @s[0..n) does not end inside a UTF-8 sequence (@s holds more than @n
- * bytes). A run of stray continuation bytes is cut as it is: it is invalid anyway. */
-static size_t utf8_cut(const char *s, size_t n)
-{
-	size_t cut = n;
-
-	while (cut > 0 && n - cut < 3 && ((unsigned char)s[cut] & 0xc0) == 0x80)
-		cut--;
-	return ((unsigned char)s[cut] & 0xc0) == 0x80 ? n : cut;
+	term_text_write(f, s, n, TERM_TEXT_SPACE | (flat ? 0 : TERM_TEXT_NEWLINE_ESCAPED));
 }
 
 /* The echo of an app's error: at most DENIAL_RAW_MAX bytes, cleaned. */
@@ -111,7 +42,7 @@ static void put_raw(FILE *f, const char *raw)
 		put_clean(f, raw, n, false);
 		return;
 	}
-	put_clean(f, raw, utf8_cut(raw, DENIAL_RAW_MAX), false);
+	put_clean(f, raw, term_text_cut(raw, n, DENIAL_RAW_MAX), false);
 	fprintf(f, " … (cut at %d bytes)", DENIAL_RAW_MAX);
 }
 
@@ -141,7 +72,7 @@ static char *clean_copy(const char *s, size_t len, size_t max)
 		size--;
 	size -= start;
 	memmove(buf, buf + start, size);
-	size = size > max ? utf8_cut(buf, max) : size;
+	size = term_text_cut(buf, size, max);
 	buf[size] = '\0';
 	return buf;
 }

@@ -188,6 +188,25 @@ def list_format_and_filters(e):
 
 
 @test
+def list_neutralises_bidi_and_separators(e):
+    # An agent's id and an app's reason with a bidi override, an isolate, a line separator,
+    # a UTF-8 C1 CSI and OSC 52: none reaches the terminal; --json keeps them.
+    hostile = "\u202eevil\u2066 x\u2028y \u009b2J \x1b]52;c;cHduZWQ=\x07"
+    e.write([{"actor": actor("agent", "claude" + hostile), "action": "tool.call",
+              "target": "notes.list" + hostile, "decision": "denied", "reason": "why" + hostile,
+              "meta": {"runId": RUN}}])
+    rec = e.records()[0]
+    rc, out, err = e.berth("audit", "list")
+    expect(rc == 0, (rc, err))
+    shown = "?evil? x?y ?2J ?]52;c;cHduZWQ=?"
+    expect(out == f"{rec['ts']}  DENIED       claude{shown} (agent, self-asserted)  tool.call  "
+           f"notes.list{shown}  — why{shown}\n", out)
+    rc, out, err = e.berth("audit", "list", "--json")
+    expect(rc == 0 and json.loads(out)["reason"] == "why" + hostile, (rc, out, err))
+    expect("\u202e" in out and "\u009b" in out, out)
+
+
+@test
 def rotated_segments_verify_oldest_first(e):
     events = [EVENTS[1 + i % 4] for i in range(12)]
     e.write(events, "--rotate-bytes", "900")

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macros.h"
 #include "manifest.h"
+#include "term-text.h"
 
 #define MANIFEST_FILE "berth.yml"
 
@@ -92,7 +93,9 @@ int cmd_validate(int argc, char **argv)
 		return log_error_errno(r, "cannot read %s: %m", path), 1;
 	r = manifest_parse(buf, size, path, &m, &err);
 	if (r == -EBADMSG) {
-		fprintf(stderr, "%s\n", err.text);
+		/* The message quotes berth.yml, which is the app's text. */
+		term_text_puts(stderr, err.text, TERM_TEXT_LOG_LINE | TERM_TEXT_NEWLINE);
+		fputc('\n', stderr);
 		manifest_error_done(&err);
 		return 1;
 	}

@@ -10,7 +10,7 @@
 # pipe, and are escaped (the same JSON) on a terminal.
 . "$(dirname "$0")/lib.sh"
 new_home
-plan 44
+plan 46
 run=$BERTH_HOME/run/vm
 out=$BERTH_HOME/out
 err=$BERTH_HOME/err
@@ -189,4 +189,7 @@ check "  and shown" grep -qF "received 'node\\x1b]0;pwned\\x07\\x1b[2J\\u202e'" 
 check "berth mcp relays the error to standard error" grep -q '^\[berth:mcp\] .*Invalid enum value' "$err"
 check "  neutralised" clean "$err"
 check "  and its standard output (MCP) carries none of it" test ! -s "$out"
+"$berth" validate "$BERTH_HOME/evil" >"$out" 2>"$err"
+check "berth validate reports the invalid berth.yml" grep -q "Invalid enum value" "$err"
+check "  neutralised" clean "$err"
 finish

@@ -55,6 +55,8 @@ typedef struct Dev {
 	char *last_line;      /* the newest log line printed, as it came */
 	LineBuffer *catch_up; /* after a reattach: the replay, until its end marker */
 	bool reattaching, refused_said;
+	bool reload_pending;	   /* a change came while the VM booted */
+	long long t0, stop_ms;	   /* when the (re)load began, and what the stop took */
 	int exit_code;
 } Dev;
 
@@ -267,14 +269,21 @@ static void watch_tree(Dev *d, const char *dir, unsigned depth)
 		closedir(dd);
 }
 
+static void on_reload_booted(VmLaunch *l, int r, void *userdata);
+
 static int reload(EvSource *s, uint64_t usec, void *userdata)
 {
 	Dev *d = userdata;
 	Manifest *m = NULL;
-	char err[1024], boot_id[37], old_digest[65];
-	long long t0 = vm_launch_now_ms(), stop_ms, boot_ms;
+	char err[1024], old_digest[65];
 	int r;
 
+	/* One boot at a time: a change saved during a boot is taken once it is over. */
+	if (vm_launch_booting(&d->l)) {
+		d->reload_pending = true;
+		return 0;
+	}
+	d->t0 = vm_launch_now_ms();
 	if (vm_launch_load_manifest(d->l.app_dir, &m) < 0) {
 		say("berth.yml is invalid; the VM keeps running the previous version");
 		return 0;
@@ -292,25 +301,39 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	say("Change detected, rebooting the VM with the new bundle...");
 	detach_logs(d);
 	ev_source_set_enabled(d->reattach, EV_OFF);
-	stop_ms = vm_launch_now_ms();
+	d->stop_ms = vm_launch_now_ms();
 	(void)vm_launch_stop(&d->l);
-	stop_ms = vm_launch_now_ms() - stop_ms;
-	r = vm_launch_boot(&d->l, &boot_ms, boot_id);
+	d->stop_ms = vm_launch_now_ms() - d->stop_ms;
+	r = vm_launch_boot_start(&d->l, d->loop, on_reload_booted, d);
+	if (r < 0)
+		say("the new version did not start; fix it and save again");
+	return 0;
+}
+
+static void on_reload_booted(VmLaunch *l, int r, void *userdata)
+{
+	Dev *d = userdata;
+
 	if (r == -ECANCELED) {
 		/* The signal that cut the boot short was meant for berth dev as a whole. */
 		d->exit_code = 130;
 		ev_exit(d->loop, 130);
-		return 0;
+		return;
 	}
-	if (r < 0) {
+	if (r < 0)
 		say("the new version did not start; fix it and save again");
-		return 0;
+	else {
+		printf("Reloaded in %lld ms (bundle %lld ms, stop %lld ms, boot %lld ms). boot %s\n",
+		       vm_launch_now_ms() - d->t0, l->bundle.ms, d->stop_ms, l->boot_ms,
+		       l->boot_id);
+		fflush(stdout);
+		(void)attach_logs(d, false);
 	}
-	printf("Reloaded in %lld ms (bundle %lld ms, stop %lld ms, boot %lld ms). boot %s\n",
-	       vm_launch_now_ms() - t0, d->l.bundle.ms, stop_ms, boot_ms, boot_id);
-	fflush(stdout);
-	(void)attach_logs(d, false);
-	return 0;
+	if (d->reload_pending) {
+		d->reload_pending = false;
+		ev_source_set_time_relative(d->debounce, DEBOUNCE_USEC);
+		ev_source_set_enabled(d->debounce, EV_ONESHOT);
+	}
 }
 
 static int on_inotify(EvSource *s, int fd, uint32_t revents, void *userdata)
@@ -365,7 +388,11 @@ static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userd
 {
 	Dev *d = userdata;
 
-	ev_exit(d->loop, d->exit_code);
+	/* During a boot, the boot gives up first (its done callback ends the loop). */
+	if (vm_launch_booting(&d->l))
+		vm_launch_boot_cancel(&d->l);
+	else
+		ev_exit(d->loop, d->exit_code);
 	return 0;
 }
 
@@ -413,12 +440,45 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	return 0;
 }
 
+/* The first boot is over: on success, watch the app and stream its log. */
+static void on_first_boot(VmLaunch *l, int r, void *userdata)
+{
+	Dev *d = userdata;
+	_cleanup_(json_decrefp) json_t *vm = NULL;
+
+	if (r < 0) {
+		d->exit_code = r == -ECANCELED ? 130 : 1;
+		ev_exit(d->loop, d->exit_code);
+		return;
+	}
+	vm = vm_json_load(l->run_dir);
+	printf("VM ready in %lld ms (bundle %lld ms, %s, boot %lld ms). boot %s, berth-vmm pid %lld\n",
+	       vm_launch_now_ms() - d->t0, l->bundle.ms, l->bundle.cached ? "cached" : "fresh",
+	       l->boot_ms, l->boot_id, json_integer_value(json_object_get(vm, "pid")));
+	say("run dir %s; call it with `berth rpc %s --export <name>`", l->run_dir, l->name);
+	fflush(stdout);
+	r = start_watching(d);
+	if (r >= 0)
+		r = ev_add_time_relative(d->loop, &d->reattach, EV_USEC_INFINITY, on_reattach, d);
+	if (r >= 0)
+		r = ev_source_set_enabled(d->reattach, EV_OFF);
+	if (r >= 0)
+		r = attach_logs(d, false);
+	if (r < 0) {
+		log_error_errno(r, "cannot watch the app: %m");
+		d->exit_code = 1;
+		ev_exit(d->loop, 1);
+	}
+}
+
 int cmd_dev(int argc, char **argv)
 {
-	Dev d = {.l.prefix = "[berth:dev] ", .inotify_fd = -EBADF, .logs_fd = -EBADF};
+	Dev d = {.l.prefix = "[berth:dev] ",
+		 .inotify_fd = -EBADF,
+		 .logs_fd = -EBADF,
+		 .t0 = vm_launch_now_ms()};
 	const char *runtime_flag = NULL, *dir = ".";
-	char err[1024], boot_id[37];
-	long long t0 = vm_launch_now_ms(), boot_ms;
+	char err[1024];
 	pid_t owner;
 	int r;
 
@@ -447,21 +507,6 @@ int cmd_dev(int argc, char **argv)
 		dev_done(&d);
 		return 1;
 	}
-	r = vm_launch_boot(&d.l, &boot_ms, boot_id);
-	if (r < 0) {
-		dev_done(&d);
-		return r == -ECANCELED ? 130 : 1;
-	}
-	{
-		_cleanup_(json_decrefp) json_t *vm = vm_json_load(d.l.run_dir);
-
-		printf("VM ready in %lld ms (bundle %lld ms, %s, boot %lld ms). boot %s, berth-vmm pid %lld\n",
-		       vm_launch_now_ms() - t0, d.l.bundle.ms,
-		       d.l.bundle.cached ? "cached" : "fresh", boot_ms, boot_id,
-		       json_integer_value(json_object_get(vm, "pid")));
-	}
-	say("run dir %s; call it with `berth rpc %s --export <name>`", d.l.run_dir, d.l.name);
-	fflush(stdout);
 
 	r = ev_loop_new(&d.loop);
 	if (r >= 0)
@@ -469,15 +514,17 @@ int cmd_dev(int argc, char **argv)
 	if (r >= 0)
 		r = ev_add_signal(d.loop, NULL, SIGTERM, on_signal, &d);
 	if (r >= 0)
-		r = start_watching(&d);
-	if (r >= 0)
-		r = ev_add_time_relative(d.loop, &d.reattach, EV_USEC_INFINITY, on_reattach, &d);
-	if (r >= 0)
-		r = ev_source_set_enabled(d.reattach, EV_OFF);
-	if (r >= 0)
-		r = attach_logs(&d, false);
+		r = ev_add_signal(d.loop, NULL, SIGHUP, on_signal, &d);
+	if (r < 0) {
+		log_error_errno(r, "cannot set up the event loop: %m");
+		dev_done(&d);
+		return 1;
+	}
+	r = vm_launch_boot_start(&d.l, d.loop, on_first_boot, &d);
 	if (r >= 0)
 		r = ev_loop(d.loop);
+	if (vm_launch_booting(&d.l))
+		vm_launch_boot_cancel(&d.l);
 	if (d.logs_fd >= 0 || rundir_inspect(d.l.run_dir, &owner) == RUNDIR_RUNNING) {
 		say("stopping the VM");
 		detach_logs(&d);

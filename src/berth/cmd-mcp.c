@@ -250,11 +250,7 @@ struct Mcp {
 	/* the sandbox */
 	VmLaunch l;
 	bool owned;
-	bool ready;   /* the VM answers: calls are sent, not queued */
-	bool booting; /* boot_thread runs */
-	pthread_t boot_thread;
-	int boot_fd;			      /* eventfd: the boot thread is done */
-	int boot_result;		      /* what boot_own() returned */
+	bool ready; /* the VM answers: calls are sent, not queued */
 	char *vm_name, *run_dir, *rpc_socket; /* rpc_socket: its name in run_dir */
 	char *manifest_path;
 	char app_cwd[300]; /* the app's working directory in the VM */
@@ -822,7 +818,7 @@ static int attach(Mcp *c)
 				 c->vm_name, apps && *apps ? apps : "no app", c->l.name);
 	/* It may still be booting: wait as berth dev does. */
 	r = vm_wait_ready(c->run_dir, (unsigned)json_array_size(json_object_get(vm, "apps")),
-			  (int)c->boot_timeout_s * 1000, -EBADF, reason, sizeof(reason));
+			  (int)c->boot_timeout_s * 1000, reason, sizeof(reason));
 	if (r < 0)
 		return log_error("the VM %s is running but not ready: %s", c->vm_name,
 				 r == -ETIME ? "it did not get ready in time" : reason);
@@ -838,10 +834,10 @@ static int attach(Mcp *c)
 	return 0;
 }
 
-static int boot_own(Mcp *c)
+/* Find berth-vmm and the artifacts, and bundle the app: what a boot needs first. */
+static int prepare_own(Mcp *c)
 {
-	char err[1024], boot_id[37];
-	long long ms;
+	char err[1024];
 	int r;
 
 	r = vm_launch_prepare(&c->l);
@@ -852,16 +848,25 @@ static int boot_own(Mcp *c)
 		return log_error("bundling %s failed: %s", c->l.app_dir, err);
 	say("booting \"%s\" in VM %s", c->l.name, c->l.vm_name);
 	c->owned = true;
-	r = vm_launch_boot(&c->l, &ms, boot_id);
+	return 0;
+}
+
+/* --warm: boot and wait for it. */
+static int boot_own(Mcp *c)
+{
+	int r = prepare_own(c);
+
+	if (r >= 0)
+		r = vm_launch_boot(&c->l);
 	if (r == -ECANCELED)
 		return r;
 	if (r < 0)
 		return log_error("\"%s\" did not start; see above", c->l.name);
-	say("VM %s ready in %lld ms (boot %s)", c->l.vm_name, ms, boot_id);
+	say("VM %s ready in %lld ms (boot %s)", c->l.vm_name, c->l.boot_ms, c->l.boot_id);
 	return 0;
 }
 
-/* Serve the VM boot_own() started. In the loop's thread: the boot thread only boots. */
+/* Serve the VM this session booted. */
 static int adopt_own_vm(Mcp *c)
 {
 	int r = use_vm(c, c->l.vm_name);
@@ -1146,33 +1151,25 @@ static void catch_stop_signals(void)
 
 /* --- the command ---------------------------------------------------------------------------- */
 
-static void *boot_main(void *userdata)
-{
-	Mcp *c = userdata;
-
-	c->boot_result = boot_own(c);
-	(void)eventfd_write(c->boot_fd, 1);
-	return NULL;
-}
-
 /* The VM booted (or did not): send what waited for it, or tell it why it never will. */
-static int on_boot_done(EvSource *s, int fd, uint32_t revents, void *userdata)
+static void on_boot_done(VmLaunch *l, int r, void *userdata)
 {
 	Mcp *c = userdata;
 	Call *waiting[CALLS_MAX];
 	size_t n = 0;
-	eventfd_t v;
 
-	(void)eventfd_read(fd, &v);
-	ev_source_set_enabled(s, EV_OFF);
-	pthread_join(c->boot_thread, NULL);
-	c->booting = false;
+	/* Cancelled: the session is ending, and says so for the calls still waiting. */
+	if (r == -ECANCELED)
+		return;
 	for (Call *call = c->calls; call && n < CALLS_MAX; call = call->next)
 		if (!call->conn)
 			waiting[n++] = call;
-	if (c->boot_result >= 0)
-		c->boot_result = adopt_own_vm(c);
-	if (c->boot_result < 0) {
+	if (r >= 0) {
+		say("VM %s ready in %lld ms (boot %s)", l->vm_name, l->boot_ms, l->boot_id);
+		r = adopt_own_vm(c);
+	} else
+		log_error("\"%s\" did not start; see above", l->name);
+	if (r < 0) {
 		for (size_t i = 0; i < n; i++) {
 			_cleanup_free_ char *text = NULL;
 
@@ -1186,37 +1183,26 @@ static int on_boot_done(EvSource *s, int fd, uint32_t revents, void *userdata)
 		}
 		c->exit_code = 1;
 		stop_serving(c);
-		return 0;
+		return;
 	}
 	record_boot(c);
 	c->ready = true;
 	/* Oldest first: the list is newest first. */
 	while (n > 0)
 		dispatch_call(waiting[--n]);
-	return 0;
 }
 
-/* Boot the VM in a thread while the loop answers initialize and tools/list: a client
- * with a start-up timeout shorter than a boot still gets its session. */
-static int start_boot(Mcp *c)
+/* Boot the VM on the loop while it answers initialize and tools/list: a client with a
+ * start-up timeout shorter than a boot still gets its session. Run once the loop runs. */
+static int on_start_boot(EvSource *s, void *userdata)
 {
-	int r;
+	Mcp *c = userdata;
+	int r = prepare_own(c);
 
-	c->boot_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (c->boot_fd < 0)
-		return -errno;
-	/* The loop reads the signals; it tells the boot to give up through this. */
-	c->l.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (c->l.cancel_fd <= 0)
-		return -errno;
-	r = ev_add_io(c->loop, NULL, c->boot_fd, EPOLLIN, on_boot_done, c);
+	if (r >= 0)
+		r = vm_launch_boot_start(&c->l, c->loop, on_boot_done, c);
 	if (r < 0)
-		return r;
-	/* Started after the loop blocked its signals: the thread inherits the mask, so a
-	 * SIGTERM reaches the loop's signalfd and not this thread. */
-	if (pthread_create(&c->boot_thread, NULL, boot_main, c) != 0)
-		return -EAGAIN;
-	c->booting = true;
+		on_boot_done(&c->l, -EIO, c);
 	return 0;
 }
 
@@ -1242,17 +1228,15 @@ static int serve(Mcp *c)
 					 "client, not a regular file");
 	}
 	if (r >= 0 && !c->ready)
-		r = start_boot(c);
+		r = ev_add_defer(c->loop, NULL, on_start_boot, c);
 	if (r < 0)
 		return log_error_errno(r, "cannot serve MCP: %m");
 	say("serving %s's exports as MCP tools on standard input/output (run %s)%s", c->l.name,
 	    c->run_id, c->ready ? "" : "; calls wait for the VM");
 	r = ev_loop(c->loop);
-	if (c->booting) {
+	if (vm_launch_booting(&c->l)) {
 		say("the session ended during the VM's boot; stopping the VM");
-		(void)eventfd_write(c->l.cancel_fd, 1);
-		pthread_join(c->boot_thread, NULL);
-		c->booting = false;
+		vm_launch_boot_cancel(&c->l);
 	}
 	/* Calls still in flight when the session ends may have run (§3.5). */
 	while (c->calls) {
@@ -1280,7 +1264,6 @@ static int serve(Mcp *c)
 int cmd_mcp(int argc, char **argv)
 {
 	Mcp c = {.out_fd = -EBADF,
-		 .boot_fd = -EBADF,
 		 .l.prefix = "", /* the relay prefixes every line */
 		 .enforcement = ENFORCEMENT_UNKNOWN,
 		 .app_cwd = "/app"};
@@ -1360,9 +1343,6 @@ out:
 		(void)vm_launch_stop(&c.l);
 	}
 	ev_loop_free(c.loop);
-	safe_close(c.boot_fd);
-	if (c.l.cancel_fd > 0)
-		safe_close(c.l.cancel_fd);
 	audit_sink_free(c.audit);
 	vm_launch_done(&c.l);
 	strv_free(c.only);

@@ -2,22 +2,24 @@
 /* Booting one app in its own VM, for berth dev and berth mcp (vm-launch.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "evloop.h"
 #include "exec-util.h"
 #include "fileio.h"
+#include "line-conn.h"
 #include "log.h"
 #include "macros.h"
 #include "paths.h"
@@ -27,11 +29,14 @@
 #include "source-dir.h"
 #include "term-text.h"
 #include "vm-client.h"
+#include "vm-install.h"
 #include "vm-launch.h"
+#include "vm-manage.h"
 #include "vm-support.h"
 #include "vmm.h"
 
 #define VMM_ARGS_MAX 64
+#define VMM_OUTPUT_MAX (1024 * 1024) /* of what `berth-vmm run` prints */
 
 long long vm_launch_now_ms(void)
 {
@@ -269,8 +274,7 @@ static int locate_vmm(VmLaunch *l)
 static int ensure_artifacts(VmLaunch *l)
 {
 	_cleanup_free_ char *vm_dir = berth_vm_dir(), *from = NULL;
-	char *argv[8] = {"install", NULL};
-	int argc = 1, r;
+	VmInstallOptions o = {.vmm = l->vmm};
 	bool missing = false;
 	PinSet pins;
 
@@ -286,16 +290,11 @@ static int ensure_artifacts(VmLaunch *l)
 	say(l, "the pinned kernel and root image are not installed yet; installing them");
 	if (berth_source_path("out/artifacts/manifest-rootfs.json", &from) >= 0) {
 		*strrchr(from, '/') = '\0';
-		argv[argc++] = "--from";
-		argv[argc++] = from;
+		o.from = from;
 	}
-	argv[argc++] = "--vmm";
-	argv[argc++] = l->vmm;
-	optind = 1;
-	r = cmd_vm_install(argc, argv);
-	return r == 0 ? 0
-		      : log_error(
-				"could not install the VM artifacts; see above, or run 'berth vm install'");
+	return vm_install(&o) < 0 ? log_error("could not install the VM artifacts; see above, or "
+					      "run 'berth vm install'")
+				  : 0;
 }
 
 int vm_launch_prepare(VmLaunch *l)
@@ -321,76 +320,31 @@ int vm_launch_bundle(VmLaunch *l, char *err, size_t errlen)
 
 int vm_launch_stop(VmLaunch *l)
 {
-	char *argv[] = {"stop", l->vm_name, NULL};
+	unsigned timeout;
 	pid_t pid;
 
 	/* Gone already (a boot it gave up on was stopped then): nothing to say. */
 	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_ABSENT)
 		return 0;
-	optind = 1;
-	return cmd_vm_stop(2, argv);
+	if (vm_stop_timeout(&timeout) < 0)
+		return -EINVAL;
+	return vm_stop(l->vm_name, l->run_dir, timeout) < 0 ? -EIO : 0;
 }
 
 /* --- giving up on a VM ------------------------------------------------------------------- */
 
-/* The boot can be cut short: by the caller's fd, or by SIGINT, SIGTERM and SIGHUP, which
- * are blocked and read from a signalfd while the boot lasts. */
-typedef struct BootCancel {
-	int fd;
-	bool own;
-	sigset_t saved;
-} BootCancel;
-
-static int cancel_begin(const VmLaunch *l, BootCancel *c)
+/* Wait up to @timeout_ms for the berth-vmm of @run_dir to end: it ends by itself once it
+ * has failed the VM, or once no app is left in it. Returns true when it is gone. */
+static bool await_vmm_gone(const char *run_dir, int timeout_ms)
 {
-	sigset_t set;
-
-	*c = (BootCancel){.fd = l->cancel_fd};
-	if (l->cancel_fd > 0)
-		return 0;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, &c->saved) < 0)
-		return -errno;
-	c->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (c->fd < 0) {
-		int r = -errno;
-
-		(void)sigprocmask(SIG_SETMASK, &c->saved, NULL);
-		return r;
-	}
-	c->own = true;
-	return 0;
-}
-
-static void cancel_end(BootCancel *c)
-{
-	struct signalfd_siginfo si;
-
-	if (!c->own)
-		return;
-	/* The signal that cut the boot short has been acted on: take it, so that it does
-	 * not strike again once unblocked (the caller returns -ECANCELED instead). */
-	while (read(c->fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		;
-	safe_close(c->fd);
-	(void)sigprocmask(SIG_SETMASK, &c->saved, NULL);
-	c->own = false;
-}
-
-/* A VM whose app failed powers off by itself once no app is left; wait for that (or stop
- * it), so its log is read from a run dir that no longer changes. */
-static void settle_failed_vm(VmLaunch *l)
-{
-	long long deadline = vm_launch_now_ms() + 20000;
+	_cleanup_close_ int pidfd = rundir_open_pidfd(run_dir);
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 	pid_t pid;
 
-	while (rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING && vm_launch_now_ms() < deadline)
-		usleep(100 * 1000);
-	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING)
-		(void)vm_launch_stop(l);
+	if (pidfd >= 0)
+		while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR)
+			;
+	return rundir_inspect(run_dir, &pid) != RUNDIR_RUNNING;
 }
 
 /* The last lines of @file in the run dir, for a failure report. */
@@ -455,9 +409,8 @@ static void give_up(VmLaunch *l, bool failed)
 	pid_t pid;
 
 	/* A berth-vmm that failed the VM ends by itself in a moment, its log complete. */
-	for (int i = 0; failure && i < 30 && rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING;
-	     i++)
-		usleep(100 * 1000);
+	if (failure)
+		(void)await_vmm_gone(l->run_dir, 3000);
 	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_ABSENT)
 		return;
 	if (failed)
@@ -482,7 +435,6 @@ static void report_failure(VmLaunch *l, int r, const char *reason)
 {
 	_cleanup_free_ char *failure = vm_failure_reason(l->run_dir),
 			    *shown = term_text_dup(failure ?: reason, TERM_TEXT_LOG_LINE);
-	char *largv[] = {"logs", l->vm_name, NULL};
 
 	if (failure || r == -ETIME) {
 		/* The VM itself failed, or never got anywhere: berth-vmm's log and the console
@@ -496,28 +448,231 @@ static void report_failure(VmLaunch *l, int r, const char *reason)
 		return;
 	}
 	/* The guest said what went wrong (an app exited, say): its log shows the app's own
-	 * output. */
+	 * output, read once the VM has powered off (it does when no app is left) and its run
+	 * dir no longer changes. */
 	log_error("%s; its log follows (berth vm logs %s)", shown ?: "(out of memory)", l->vm_name);
-	settle_failed_vm(l);
-	optind = 1;
-	(void)cmd_vm_logs(2, largv);
+	if (!await_vmm_gone(l->run_dir, 20000))
+		(void)vm_launch_stop(l);
+	(void)vm_logs_print(l->vm_name, &(VmLogsOptions){});
 }
 
-int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
-{
-	_cleanup_free_ char *out = NULL, *secrets = NULL, *egress = NULL;
-	_cleanup_(json_decrefp) json_t *vm = NULL;
-	char *argv[VMM_ARGS_MAX + 14] = {l->vmm,  "run",	 "--name",  l->vm_name,
-					 "--app", l->bundle.dir, "--state", l->state};
-	size_t argc = 8;
-	char reason[1024];
-	long long t0 = vm_launch_now_ms();
-	BootCancel cancel;
-	int status, r;
+/* --- the boot, on an event loop ---------------------------------------------------------- */
 
+/*
+ * Two steps: `berth-vmm run`, which returns once QEMU runs (after a probe of the
+ * accelerators on the first start after a host boot); then the guest's boot events on the
+ * control port, until every app is ready. One timer bounds each step.
+ */
+typedef struct VmBoot {
+	VmLaunch *l;
+	EvLoop *loop;
+	vm_launch_done_t done;
+	void *userdata;
+	long long t0;
+	char *secrets; /* the secrets disk's path, until berth-vmm has handed it to QEMU */
+	int vmm_pidfd; /* `berth-vmm run`; -EBADF once reaped */
+	EvSource *vmm_exit, *vmm_out, *timer;
+	char *out; /* what `berth-vmm run` printed, VMM_OUTPUT_MAX bytes at most */
+	size_t out_len;
+	LineConn *control;
+	VmReadiness readiness;
+	char reason[1024];
+} VmBoot;
+
+static void boot_finish(VmBoot *b, int r)
+{
+	VmLaunch *l = b->l;
+	vm_launch_done_t done = b->done;
+	void *userdata = b->userdata;
+
+	if (r == 0) {
+		_cleanup_(json_decrefp) json_t *vm = vm_json_load(l->run_dir);
+
+		l->boot_ms = vm_launch_now_ms() - b->t0;
+		snprintf(l->boot_id, sizeof(l->boot_id), "%s",
+			 json_string_value(json_object_get(vm, "bootId")) ?: "?");
+	}
+	ev_source_free(b->vmm_exit);
+	ev_source_free(b->vmm_out);
+	ev_source_free(b->timer);
+	line_conn_free(b->control);
+	safe_close(b->vmm_pidfd);
+	drop_secrets(b->secrets);
+	free(b->secrets);
+	free(b->out);
+	free(b);
+	l->boot = NULL;
+	done(l, r, userdata);
+}
+
+/* `berth-vmm run` is still running (a timeout, a cancel): kill and reap it. */
+static void kill_vmm_run(VmBoot *b)
+{
+	siginfo_t si;
+
+	if (b->vmm_pidfd < 0)
+		return;
+	(void)pidfd_send_signal(b->vmm_pidfd, SIGKILL, NULL, 0);
+	while (waitid(P_PIDFD, b->vmm_pidfd, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	b->vmm_exit = ev_source_free(b->vmm_exit);
+	b->vmm_pidfd = safe_close(b->vmm_pidfd);
+}
+
+/* Take what `berth-vmm run` printed; past VMM_OUTPUT_MAX it is read and dropped. */
+static void read_vmm_output(VmBoot *b, int fd)
+{
+	char scratch[4096];
+
+	for (;;) {
+		bool room = b->out_len < VMM_OUTPUT_MAX;
+		ssize_t n = room ? read(fd, b->out + b->out_len, VMM_OUTPUT_MAX - b->out_len)
+				 : read(fd, scratch, sizeof(scratch));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || errno != EAGAIN)
+				b->vmm_out = ev_source_free(b->vmm_out);
+			break;
+		}
+		if (room)
+			b->out_len += (size_t)n;
+	}
+	b->out[b->out_len] = '\0';
+}
+
+static int on_vmm_output(EvSource *s, int fd, uint32_t revents, void *userdata)
+{
+	read_vmm_output(userdata, fd);
+	return 0;
+}
+
+static void on_control_line(LineConn *c, char *line, size_t len, void *userdata)
+{
+	VmBoot *b = userdata;
+	_cleanup_(json_decrefp) json_t *ev = json_loadb(line, len, 0, NULL);
+	int r = vm_readiness_event(&b->readiness, ev, b->reason, sizeof(b->reason));
+
+	if (r == 0)
+		return;
+	if (r > 0) {
+		boot_finish(b, 0);
+		return;
+	}
+	report_failure(b->l, r, b->reason);
+	give_up(b->l, true);
+	boot_finish(b, -EIO);
+}
+
+static void on_control_close(LineConn *c, int error, void *userdata)
+{
+	VmBoot *b = userdata;
+
+	/* berth-vmm closed us: it failed the VM, and vm.json says why. */
+	b->control = NULL;
+	vm_await_failure_reason(b->l->run_dir, b->reason, sizeof(b->reason));
+	report_failure(b->l, -EIO, b->reason);
+	give_up(b->l, true);
+	boot_finish(b, -EIO);
+}
+
+/* QEMU runs: follow the guest's boot on the control port. */
+static int follow_boot(VmBoot *b)
+{
+	VmLaunch *l = b->l;
+	int fd, r;
+
+	snprintf(b->reason, sizeof(b->reason), "the VM went away during its boot");
+	vm_readiness_init(&b->readiness, 1);
+	fd = vm_socket_connect(l->run_dir, "control.sock");
+	if (fd < 0) {
+		vm_await_failure_reason(l->run_dir, b->reason, sizeof(b->reason));
+		report_failure(l, -EIO, b->reason);
+		give_up(l, true);
+		return -EIO;
+	}
+	r = line_conn_new(b->loop, fd, VM_LINE_MAX, 4096, on_control_line, on_control_close, b,
+			  &b->control);
+	if (r >= 0)
+		r = ev_source_set_time_relative(b->timer, (uint64_t)l->boot_timeout_ms * 1000);
+	if (r >= 0)
+		r = ev_source_set_enabled(b->timer, EV_ONESHOT);
+	if (r < 0) {
+		log_error_errno(r, "cannot follow the boot: %m");
+		give_up(l, true);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int on_vmm_exit(EvSource *s, int fd, uint32_t revents, void *userdata)
+{
+	VmBoot *b = userdata;
+	siginfo_t si = {};
+	int r;
+
+	while (waitid(P_PIDFD, b->vmm_pidfd, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	b->vmm_exit = ev_source_free(b->vmm_exit);
+	b->vmm_pidfd = safe_close(b->vmm_pidfd);
+	if (b->vmm_out)
+		read_vmm_output(b, ev_source_get_io_fd(b->vmm_out));
+	b->vmm_out = ev_source_free(b->vmm_out);
+	/* berth-vmm has handed the secrets disk to QEMU, or failed: it has done with it. */
+	drop_secrets(b->secrets);
+	free(b->secrets);
+	b->secrets = NULL;
+	if (si.si_code != CLD_EXITED || si.si_status != 0) {
+		print_vmm_output(b->l, b->out);
+		log_error("berth-vmm could not start the VM; see above");
+		give_up(b->l, true);
+		boot_finish(b, -EIO);
+		return 0;
+	}
+	r = follow_boot(b);
+	if (r < 0)
+		boot_finish(b, r);
+	return 0;
+}
+
+static int on_boot_timeout(EvSource *s, uint64_t usec, void *userdata)
+{
+	VmBoot *b = userdata;
+
+	if (b->vmm_pidfd >= 0) {
+		kill_vmm_run(b);
+		if (b->vmm_out)
+			read_vmm_output(b, ev_source_get_io_fd(b->vmm_out));
+		print_vmm_output(b->l, b->out);
+		log_error("berth-vmm did not start the VM within %d s; see above",
+			  VM_LAUNCH_VMM_START_TIMEOUT_MS / 1000);
+	} else
+		report_failure(b->l, -ETIME, b->reason);
+	give_up(b->l, true);
+	boot_finish(b, -EIO);
+	return 0;
+}
+
+/* `berth-vmm run` with the app, its state disk, the egress patterns and the secrets disk. */
+static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char **ret_egress)
+{
+	_cleanup_free_ char *egress = NULL;
+	size_t argc = 0;
+	int r;
+
+	argv[argc++] = l->vmm;
+	argv[argc++] = "run";
+	argv[argc++] = "--name";
+	argv[argc++] = l->vm_name;
+	argv[argc++] = "--app";
+	argv[argc++] = l->bundle.dir;
+	argv[argc++] = "--state";
+	argv[argc++] = l->state;
 	for (size_t i = 0; l->vmm_args && l->vmm_args[i]; i++) {
-		if (i >= VMM_ARGS_MAX)
-			return log_error("too many berth-vmm arguments (at most %d)", VMM_ARGS_MAX);
+		if (argc + 6 >= size)
+			return log_error_errno(-E2BIG, "too many berth-vmm arguments (at most %d)",
+					       VMM_ARGS_MAX);
 		argv[argc++] = l->vmm_args[i];
 	}
 	/* One comma-separated --egress-allow: the patterns hold no commas. */
@@ -535,59 +690,150 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 		argv[argc++] = egress;
 		say(l, "egress: %s (berth-vmm checks every connection against these)", egress);
 	}
-	r = cancel_begin(l, &cancel);
+	r = write_secrets(l, &b->secrets);
 	if (r < 0)
-		return log_error_errno(r, "cannot watch for signals during the boot: %m");
-	r = write_secrets(l, &secrets);
-	if (r < 0)
-		goto out;
-	if (secrets) {
+		return r;
+	if (b->secrets) {
 		argv[argc++] = "--secrets";
-		argv[argc++] = secrets;
+		argv[argc++] = b->secrets;
 	}
 	argv[argc] = NULL;
-	/* berth-vmm returns once QEMU runs; the first start after a host boot also probes the
-	 * accelerators, which takes a few seconds. */
-	RunCapture rc = {.timeout_ms = VM_LAUNCH_VMM_START_TIMEOUT_MS,
-			 .max_bytes = 1024 * 1024,
-			 .with_stderr = true,
-			 .cancel_fd = cancel.fd};
+	*ret_egress = TAKE_PTR(egress);
+	return 0;
+}
 
-	r = run_capture_opts(argv, &rc, &out, &status);
-	drop_secrets(secrets);
-	if (r == -ECANCELED) {
-		say(l, "interrupted while berth-vmm started the VM; stopping it");
-		give_up(l, false);
-		goto out;
+int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void *userdata)
+{
+	_cleanup_free_ char *egress = NULL;
+	char *argv[VMM_ARGS_MAX + 14];
+	VmBoot *b;
+	int out_fd = -EBADF, r;
+
+	if (l->boot)
+		return -EBUSY;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return log_error_errno(-ENOMEM, "out of memory");
+	*b = (VmBoot){.l = l,
+		      .loop = loop,
+		      .done = done,
+		      .userdata = userdata,
+		      .t0 = vm_launch_now_ms(),
+		      .vmm_pidfd = -EBADF,
+		      .out = malloc(VMM_OUTPUT_MAX + 1)};
+	r = b->out ? vmm_run_argv(l, b, argv, ELEMENTSOF(argv), &egress) : -ENOMEM;
+	if (r >= 0) {
+		r = spawn_capture(argv, true, &b->vmm_pidfd, &out_fd);
+		if (r < 0)
+			log_error_errno(r, "cannot run %s: %m", l->vmm);
 	}
-	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		print_vmm_output(l, out);
-		log_error(r == -ETIME ? "berth-vmm did not start the VM within %d s; see above"
-				      : "berth-vmm could not start the VM; see above",
-			  VM_LAUNCH_VMM_START_TIMEOUT_MS / 1000);
-		give_up(l, true);
-		r = -EIO;
-		goto out;
+	if (r >= 0 && fcntl(out_fd, F_SETFL, O_NONBLOCK) < 0)
+		r = -errno;
+	if (r >= 0)
+		r = ev_add_io(loop, &b->vmm_out, out_fd, EPOLLIN, on_vmm_output, b);
+	if (r >= 0) {
+		(void)ev_source_set_io_fd_own(b->vmm_out, true);
+		out_fd = -EBADF;
+		r = ev_add_io(loop, &b->vmm_exit, b->vmm_pidfd, EPOLLIN, on_vmm_exit, b);
 	}
-	snprintf(reason, sizeof(reason), "the VM went away during its boot");
-	r = vm_wait_ready(l->run_dir, 1, (int)l->boot_timeout_ms, cancel.fd, reason,
-			  sizeof(reason));
-	if (r == -ECANCELED) {
-		say(l, "interrupted during the boot; stopping the VM");
-		give_up(l, false);
-		goto out;
-	}
+	if (r >= 0)
+		r = ev_add_time_relative(loop, &b->timer,
+					 (uint64_t)VM_LAUNCH_VMM_START_TIMEOUT_MS * 1000,
+					 on_boot_timeout, b);
 	if (r < 0) {
-		report_failure(l, r, reason);
-		give_up(l, true);
-		r = -EIO;
-		goto out;
+		safe_close(out_fd);
+		kill_vmm_run(b);
+		ev_source_free(b->vmm_out);
+		ev_source_free(b->timer);
+		drop_secrets(b->secrets);
+		free(b->secrets);
+		free(b->out);
+		free(b);
+		give_up(l, false);
+		return r == -ENOMEM ? log_error_errno(r, "out of memory") : r;
 	}
-	*ret_ms = vm_launch_now_ms() - t0;
-	vm = vm_json_load(l->run_dir);
-	snprintf(ret_boot_id, 37, "%s", json_string_value(json_object_get(vm, "bootId")) ?: "?");
-out:
-	cancel_end(&cancel);
+	b->out[0] = '\0';
+	l->boot = b;
+	return 0;
+}
+
+bool vm_launch_booting(const VmLaunch *l)
+{
+	return l->boot != NULL;
+}
+
+void vm_launch_boot_cancel(VmLaunch *l)
+{
+	VmBoot *b = l->boot;
+
+	if (!b)
+		return;
+	if (b->vmm_pidfd >= 0) {
+		say(l, "interrupted while berth-vmm started the VM; stopping it");
+		kill_vmm_run(b);
+	} else
+		say(l, "interrupted during the boot; stopping the VM");
+	give_up(l, false);
+	boot_finish(b, -ECANCELED);
+}
+
+/* --- the boot, waited for ------------------------------------------------------------------ */
+
+typedef struct SyncBoot {
+	EvLoop *loop;
+	VmLaunch *l;
+	int r;
+} SyncBoot;
+
+static void on_sync_done(VmLaunch *l, int r, void *userdata)
+{
+	SyncBoot *sb = userdata;
+
+	sb->r = r;
+	ev_exit(sb->loop, 0);
+}
+
+static int on_sync_signal(EvSource *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	SyncBoot *sb = userdata;
+
+	vm_launch_boot_cancel(sb->l);
+	return 0;
+}
+
+int vm_launch_boot(VmLaunch *l)
+{
+	static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+	_cleanup_(ev_loop_freep) EvLoop *loop = NULL;
+	SyncBoot sb = {.l = l, .r = -EIO};
+	sigset_t saved, set;
+	int r;
+
+	/* SIGINT, SIGTERM and SIGHUP cut the boot short (the loop blocks them and reads them
+	 * from its signalfd); the mask is put back as it was afterwards. */
+	if (sigprocmask(SIG_SETMASK, NULL, &saved) < 0)
+		return -errno;
+	r = ev_loop_new(&loop);
+	sb.loop = loop;
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(signals); i++)
+		r = ev_add_signal(loop, NULL, signals[i], on_sync_signal, &sb);
+	if (r < 0)
+		log_error_errno(r, "cannot watch for signals during the boot: %m");
+	if (r >= 0)
+		r = vm_launch_boot_start(l, loop, on_sync_done, &sb);
+	if (r >= 0) {
+		(void)ev_loop(loop);
+		r = sb.r;
+	}
+	loop = ev_loop_free(loop);
+	/* The signal that cut the boot short has been acted on: take it, so that it does not
+	 * strike again once unblocked (the caller returns -ECANCELED instead). */
+	sigemptyset(&set);
+	for (size_t i = 0; i < ELEMENTSOF(signals); i++)
+		sigaddset(&set, signals[i]);
+	while (sigtimedwait(&set, NULL, &(struct timespec){}) > 0)
+		;
+	(void)sigprocmask(SIG_SETMASK, &saved, NULL);
 	return r;
 }
 

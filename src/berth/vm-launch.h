@@ -5,6 +5,7 @@
 
 #include "dev-bundle.h"
 #include "env-args.h"
+#include "evloop.h"
 #include "manifest.h"
 
 /*
@@ -36,9 +37,9 @@ typedef struct VmLaunch {
 	char **vmm_args;     /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
 	EnvSet *env;	     /* --env and --env-file values (owned); NULL when none was given */
 	char **egress_allow; /* --egress-allow patterns from berth.yml (vm_egress_plan()) */
-	/* > 0: vm_launch_boot() gives up when this turns readable (berth mcp's boot thread).
-	 * 0: SIGINT, SIGTERM and SIGHUP do, for as long as the boot lasts. */
-	int cancel_fd;
+	struct VmBoot *boot; /* the boot in progress, NULL when none */
+	long long boot_ms;   /* the last boot that got ready: how long it took */
+	char boot_id[37];    /* and its id */
 } VmLaunch;
 
 #define VM_LAUNCH_BOOT_TIMEOUT_MS_DEFAULT (180 * 1000)
@@ -66,14 +67,26 @@ int vm_launch_prepare(VmLaunch *l);
 int vm_launch_bundle(VmLaunch *l, char *err, size_t errlen);
 
 /*
- * Start the VM with l->bundle and wait for the app's readiness. *@ret_ms is the time it
- * took, @ret_boot_id gets the boot id. On failure it prints why (berth-vmm's reason and
- * the last lines of its log and the console, or the guest's log when an app failed),
- * stops the VM and removes its run dir, keeping the logs under ~/.berth/runs/<boot id>/:
- * a boot this command gives up on leaves nothing running. Returns 0, -EIO, or -ECANCELED
- * when l->cancel_fd or a signal cut it short (the VM is stopped then too).
+ * vm_launch_boot_start() - start the VM with l->bundle on @loop and follow its boot; @done
+ * runs once it is over, with 0 when the app is ready (l->boot_ms and l->boot_id say how
+ * long it took and which boot it is), -EIO when it failed, or -ECANCELED after
+ * vm_launch_boot_cancel(). On failure it prints why (berth-vmm's reason and the last lines
+ * of its log and the console, or the guest's log when an app failed), stops the VM and
+ * removes its run dir, keeping the logs under ~/.berth/runs/<boot id>/: a boot the command
+ * gives up on leaves nothing running. A negative return means @done will not run (the
+ * reason was printed).
  */
-int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37]);
+typedef void (*vm_launch_done_t)(VmLaunch *l, int r, void *userdata);
+int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void *userdata);
+/* Give up on the boot in progress: the VM is stopped and @done runs with -ECANCELED. */
+void vm_launch_boot_cancel(VmLaunch *l);
+bool vm_launch_booting(const VmLaunch *l);
+
+/*
+ * vm_launch_boot() - the same, waited for on a loop of its own, on which SIGINT, SIGTERM
+ * and SIGHUP cancel the boot. Returns 0, -EIO or -ECANCELED.
+ */
+int vm_launch_boot(VmLaunch *l);
 
 /* Stop the VM gracefully (berth vm stop). */
 int vm_launch_stop(VmLaunch *l);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -122,23 +123,63 @@ static int read_until(int fd, int cancel_fd, int64_t deadline, char *buf, size_t
 }
 
 /* Reap @pid by @deadline, or kill it then. */
-static int reap_until(pid_t pid, int64_t deadline, int *ret_status)
+/* The wait status of the exited child @si describes, as waitpid() gives it. */
+static int wait_status_of(const siginfo_t *si)
 {
-	for (;;) {
-		pid_t r = waitpid(pid, ret_status, WNOHANG);
+	return si->si_code == CLD_EXITED ? W_EXITCODE(si->si_status, 0) : si->si_status & 0x7f;
+}
 
-		if (r == pid)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (now_ms() >= deadline) {
-			(void)kill(pid, SIGKILL);
-			while (waitpid(pid, ret_status, 0) < 0 && errno == EINTR)
-				;
-			return -ETIME;
-		}
-		(void)usleep(5000);
+/* Reap the child of @pidfd by @deadline, or kill it then and reap it. */
+static int reap_until(int pidfd, int64_t deadline, int *ret_status)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	siginfo_t si = {};
+	int64_t left;
+
+	while ((left = deadline - now_ms()) > 0 &&
+	       poll(&p, 1, (int)MIN(left, (int64_t)INT32_MAX)) < 0 && errno == EINTR)
+		;
+	if (waitid(P_PIDFD, pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid != 0) {
+		*ret_status = wait_status_of(&si);
+		return 0;
 	}
+	(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+	while (waitid(P_PIDFD, pidfd, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	*ret_status = wait_status_of(&si);
+	return -ETIME;
+}
+
+int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret_fd)
+{
+	int pipefd[2], pidfd;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		safe_close(pipefd[0]);
+		safe_close(pipefd[1]);
+		return r;
+	}
+	if (pid == 0)
+		exec_child(argv, pipefd[1], with_stderr);
+	safe_close(pipefd[1]);
+	pidfd = pidfd_open(pid, 0);
+	if (pidfd < 0) { /* our own unreaped child: its pid cannot have been reused */
+		int r = -errno;
+
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0);
+		safe_close(pipefd[0]);
+		return r;
+	}
+	*ret_pidfd = pidfd;
+	*ret_fd = pipefd[0];
+	return 0;
 }
 
 int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret_out,
@@ -159,33 +200,23 @@ int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret
 int run_capture_opts(char *const argv[], const RunCapture *o, char **ret_out, int *ret_status)
 {
 	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int rfd = -EBADF;
+	_cleanup_close_ int rfd = -EBADF, pidfd = -EBADF;
 	int64_t deadline = now_ms() + o->timeout_ms;
 	size_t max_bytes = o->max_bytes;
-	int pipefd[2], status = 0, r, k;
+	int status = 0, r, k;
 	size_t len = 0;
-	pid_t pid;
 
 	buf = malloc(max_bytes + 1);
 	if (!buf)
 		return -ENOMEM;
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		safe_close(pipefd[0]);
-		safe_close(pipefd[1]);
-		return -errno;
-	}
-	if (pid == 0)
-		exec_child(argv, pipefd[1], o->with_stderr);
-	safe_close(pipefd[1]);
-	rfd = pipefd[0];
+	r = spawn_capture(argv, o->with_stderr, &pidfd, &rfd);
+	if (r < 0)
+		return r;
 	r = read_until(rfd, o->cancel_fd, deadline, buf, max_bytes, &len);
 	if (r < 0)
 		deadline = now_ms(); /* kill it now rather than wait for it */
 	rfd = safe_close(rfd);
-	k = reap_until(pid, deadline, &status);
+	k = reap_until(pidfd, deadline, &status);
 	if (r < 0) {
 		/* What it said before it was stopped is still worth showing. */
 		if (ret_out) {

@@ -38,6 +38,14 @@ typedef struct RunCapture {
 } RunCapture;
 
 /*
+ * spawn_capture() - start @argv as run_capture_opts() does, without waiting, for a caller
+ * that waits in its own event loop: stdin on /dev/null, stdout (and stderr when
+ * @with_stderr) into the pipe whose read end is *@ret_fd. *@ret_pidfd names the child, to
+ * watch, signal and reap it by. Returns 0 or -errno.
+ */
+int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret_fd);
+
+/*
  * run_capture_opts() - run_capture() with @o. After a timeout or a cancel *@ret_out
  * (when not NULL) still holds what the child printed until then; otherwise as above.
  */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -140,6 +141,25 @@ int rundir_remove_if_stale(const char *dir)
 		return 0;
 	r = rm_rf(dir);
 	return r < 0 ? r : 1;
+}
+
+int rundir_open_pidfd(const char *dir)
+{
+	pid_t pid, again;
+	int fd;
+
+	if (rundir_inspect(dir, &pid) != RUNDIR_RUNNING || pid <= 0)
+		return -ESRCH;
+	fd = pidfd_open(pid, 0);
+	if (fd < 0)
+		return -errno;
+	/* The pid could have been reused between the look and the open: the pidfd is this
+	 * VM's berth-vmm only if that pid still serves the dir now that it is held. */
+	if (rundir_inspect(dir, &again) != RUNDIR_RUNNING || again != pid) {
+		close(fd);
+		return -ESRCH;
+	}
+	return fd;
 }
 
 int rundir_acquire(const char *dir, pid_t *ret_owner, bool *ret_was_stale)

@@ -32,6 +32,10 @@ int rundir_acquire(const char *dir, pid_t *ret_owner, bool *ret_was_stale);
 /* Record the pid of the process holding the lock (berth-vmm after it detached). */
 int rundir_write_pid(int lock_fd, pid_t pid);
 
+/* A pidfd for the berth-vmm serving @dir, or -ESRCH when none does (yet or any more):
+ * signals and waits through it reach that process even if its pid is reused. */
+int rundir_open_pidfd(const char *dir);
+
 /* Remove a run dir and everything in it. */
 int rundir_remove(const char *dir);
 /* Remove @dir if it is stale, deciding that under the lock rundir_acquire() takes: never a

@@ -196,86 +196,81 @@ char *vm_failure_reason(const char *run_dir)
 	return reason ? strdup(reason) : NULL;
 }
 
-/*
- * berth-vmm let go of us: it is failing the VM, or done with it. Its reason reaches
- * vm.json a moment after QEMU is gone, so give it that moment (while berth-vmm lives).
- */
-static void await_failure_reason(const char *run_dir, char *reason, size_t size)
+void vm_await_failure_reason(const char *run_dir, char *reason, size_t size)
 {
-	for (int i = 0; i < 50; i++) {
-		_cleanup_free_ char *failure = vm_failure_reason(run_dir);
-		pid_t pid;
+	/* berth-vmm writes its reason, then ends: wait for the end (up to 5 s), then read. */
+	_cleanup_close_ int pidfd = rundir_open_pidfd(run_dir);
+	_cleanup_free_ char *failure = NULL;
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 
-		if (failure) {
-			snprintf(reason, size, "%s", failure);
-			return;
-		}
-		if (rundir_inspect(run_dir, &pid) != RUNDIR_RUNNING)
-			return;
-		usleep(100 * 1000);
-	}
+	if (pidfd >= 0)
+		while (poll(&p, 1, 5000) < 0 && errno == EINTR)
+			;
+	failure = vm_failure_reason(run_dir);
+	if (failure)
+		snprintf(reason, size, "%s", failure);
 }
 
-int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int cancel_fd, char *reason,
+void vm_readiness_init(VmReadiness *r, unsigned n_apps)
+{
+	*r = (VmReadiness){.n_apps = n_apps};
+}
+
+int vm_readiness_event(VmReadiness *r, json_t *ev, char *reason, size_t reason_size)
+{
+	const char *event = json_string_value(json_object_get(ev, "event"));
+
+	if (!event)
+		return 0;
+	if (streq(event, "boot_complete"))
+		r->complete = true;
+	else if (streq(event, "app_ready"))
+		r->ready++;
+	else if (streq(event, "boot_failed") || streq(event, "app_refused") ||
+		 streq(event, "app_exited")) {
+		describe_failure(ev, reason, reason_size);
+		return -EIO;
+	} else if (streq(event, "power_off"))
+		return -EIO;
+	return r->complete && r->ready >= r->n_apps ? 1 : 0;
+}
+
+int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *reason,
 		  size_t reason_size)
 {
 	long long deadline = now_ms() + timeout_ms;
-	unsigned ready = 0;
-	bool complete = false;
+	VmReadiness readiness;
 	LineReader lr;
 	char *line;
 	int fd, r;
 
 	snprintf(reason, reason_size, "the VM went away during its boot");
+	vm_readiness_init(&readiness, n_apps);
 	fd = vm_socket_connect(run_dir, "control.sock");
 	if (fd < 0) {
-		await_failure_reason(run_dir, reason, reason_size);
+		vm_await_failure_reason(run_dir, reason, reason_size);
 		return fd == -ECONNREFUSED || fd == -ENOENT ? -EIO : fd;
 	}
 	line_reader_init(&lr, fd);
-	lr.cancel_fd = cancel_fd;
 	for (;;) {
 		long long left = deadline - now_ms();
-		const char *event;
 		json_t *ev;
 
-		if (complete && ready >= n_apps) {
-			r = 0;
-			break;
-		}
 		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
 		if (r == 0) {
 			/* berth-vmm closed us: it failed the VM, and vm.json says why. */
-			await_failure_reason(run_dir, reason, reason_size);
+			vm_await_failure_reason(run_dir, reason, reason_size);
 			r = -EIO;
-			break;
 		}
-		if (r < 0)
+		if (r <= 0)
 			break;
 		ev = json_loads(line, 0, NULL);
-		event = json_string_value(json_object_get(ev, "event"));
-		if (!event) {
-			json_decref(ev);
-			continue;
-		}
-		if (streq(event, "boot_complete"))
-			complete = true;
-		else if (streq(event, "app_ready"))
-			ready++;
-		else if (streq(event, "boot_failed") || streq(event, "app_refused") ||
-			 streq(event, "app_exited")) {
-			describe_failure(ev, reason, reason_size);
-			json_decref(ev);
-			r = -EIO;
-			break;
-		} else if (streq(event, "power_off")) {
-			json_decref(ev);
-			r = -EIO;
-			break;
-		}
+		r = vm_readiness_event(&readiness, ev, reason, reason_size);
 		json_decref(ev);
+		if (r != 0)
+			break;
 	}
 	line_reader_done(&lr);
 	close(fd);
-	return r;
+	return r < 0 ? r : 0;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -47,14 +48,32 @@ int vm_control_request(const char *run_dir, const char *request, int timeout_ms,
 json_t *vm_json_load(const char *run_dir);
 
 /*
- * vm_wait_ready() - follow the boot events on the control port until boot_complete and
- * app_ready for @n_apps apps. Returns 0; -EIO when the boot failed, an app exited before it
- * was ready or the VM went away (the reason in @reason: berth-vmm's own, from vm.json, when
- * it failed the VM); -ETIME after @timeout_ms; -ECANCELED when @cancel_fd (if > 0) turned
- * readable.
+ * Following a boot on the control port: feed each event to vm_readiness_event(), which
+ * returns 1 once boot_complete and app_ready for @n_apps apps were seen, 0 while the boot
+ * goes on, and -EIO when it failed, an app exited before it was ready or the VM powered off
+ * (the reason, when the event gave one, in @reason).
  */
-int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int cancel_fd, char *reason,
+typedef struct VmReadiness {
+	unsigned n_apps, ready;
+	bool complete;
+} VmReadiness;
+
+void vm_readiness_init(VmReadiness *r, unsigned n_apps);
+int vm_readiness_event(VmReadiness *r, json_t *ev, char *reason, size_t reason_size);
+
+/*
+ * vm_wait_ready() - follow the boot events on the control port until the boot is ready.
+ * Returns 0; -EIO when the boot failed, an app exited before it was ready or the VM went
+ * away (the reason in @reason: berth-vmm's own, from vm.json, when it failed the VM); -ETIME
+ * after @timeout_ms.
+ */
+int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *reason,
 		  size_t reason_size);
+
+/* berth-vmm let go of a reader: it is failing the VM, or done with it. Its reason reaches
+ * vm.json a moment before it ends; wait for that end (up to 5 s) and put the reason, when
+ * there is one, in @reason. */
+void vm_await_failure_reason(const char *run_dir, char *reason, size_t size);
 
 /* Why berth-vmm failed the VM of @run_dir (vm.json's failure.reason), or NULL. malloc()ed. */
 char *vm_failure_reason(const char *run_dir);

@@ -20,6 +20,7 @@
 #include "egress-dialer.h"
 #include "evloop.h"
 #include "fileio.h"
+#include "guest-event.h"
 #include "line-conn.h"
 #include "line-split.h"
 #include "linebuf.h"
@@ -34,15 +35,11 @@
 #include "vmm-run.h"
 
 #define PENDING_MAX 64
-#define EVENT_LINE_MAX (1024 * 1024) /* host rule: bound every line the guest sends */
 #define CONNECT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define STOP_TIMEOUT_USEC (20 * USEC_PER_SEC)
 #define SETTLE_USEC (200 * USEC_PER_MSEC)
-#define EVIDENCE_EVENTS_MAX 4096	       /* boot events kept as evidence */
-#define EVIDENCE_BYTES_MAX (4u * 1024 * 1024)  /* and their bytes */
-#define GUEST_LOG_BYTES_MAX (4u * 1024 * 1024) /* guest events copied into vmm.log */
-#define WATCH_USEC (100 * USEC_PER_MSEC)       /* how often the boot's console is read */
-#define QEMU_TAIL_BYTES (8 * 1024)	       /* QEMU's last words, for the failure report */
+#define WATCH_USEC (100 * USEC_PER_MSEC) /* how often the boot's console is read */
+#define QEMU_TAIL_BYTES (8 * 1024)	 /* QEMU's last words, for the failure report */
 
 typedef struct Listener {
 	struct Serve *serve;
@@ -83,8 +80,7 @@ typedef struct Serve {
 	char qemu_last[512]; /* QEMU's last line on standard error */
 	int guest_exit_code;
 	int qemu_code, qemu_status;
-	json_t *evidence; /* the guest's boot events, in order */
-	size_t evidence_bytes, evidence_dropped, guest_logged;
+	GuestEvents guest; /* the guest's boot events, kept as evidence */
 	int exit_code;
 	char state[32];
 } Serve;
@@ -303,48 +299,42 @@ static int listen_logs(Serve *s)
 static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
 {
 	Serve *s = userdata;
-	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
-	const char *event = json_string_value(json_object_get(o, "event"));
+	GuestEvent ev;
 
-	/* Shape-check only: guest output is recorded, it never chooses an action here
-	 * beyond the state we report. */
-	if (!json_is_object(o) || !event) {
-		json_decref(o);
+	if (guest_event_read(&s->guest, line, len, &ev) == GUEST_EVENT_REFUSED)
 		return;
-	}
-	/* vmm.log is a file on the host: the guest fills it only so far. */
-	if (s->guest_logged < GUEST_LOG_BYTES_MAX) {
-		s->guest_logged += MIN(len, (size_t)4096);
-		log_info("guest: %.*s", (int)MIN(len, (size_t)4096), line);
-		if (s->guest_logged >= GUEST_LOG_BYTES_MAX)
-			log_warning(
-				"the guest sent more than %u bytes of events: later ones are not logged here",
-				GUEST_LOG_BYTES_MAX);
-	}
+	if (ev.log_len > 0)
+		log_info("guest: %.*s", (int)ev.log_len, line);
+	if (ev.log_full)
+		log_warning(
+			"the guest sent more than %u bytes of events: later ones are not logged here",
+			GUEST_LOG_BYTES_MAX);
 	progress(s);
 	/* Every boot event is evidence for berth attest; the guest replays them all on each
-	 * new session, so the list restarts then (see on_mux_state()). What a guest can make
-	 * us keep is capped by count and by bytes; what is past the caps is counted, not kept. */
-	if (json_array_size(s->evidence) < EVIDENCE_EVENTS_MAX &&
-	    s->evidence_bytes + len <= EVIDENCE_BYTES_MAX) {
-		json_array_append(s->evidence, o);
-		s->evidence_bytes += len;
-	} else if (s->evidence_dropped++ == 0)
+	 * new session, so the list restarts then (see on_mux_state()). */
+	if (ev.first_dropped)
 		log_warning(
-			"the guest sent more than %d events or %u bytes of them: later ones are not kept as boot evidence",
-			EVIDENCE_EVENTS_MAX, EVIDENCE_BYTES_MAX);
-	if (streq(event, "boot_complete") && !s->booted) {
-		s->booted = true;
-		set_state(s, "running");
-	} else if (streq(event, "boot_failed")) {
+			"the guest sent more than %d events or %u bytes of evidence: later ones are not kept as boot evidence",
+			GUEST_EVIDENCE_EVENTS_MAX, GUEST_EVIDENCE_BYTES_MAX);
+	switch (ev.kind) {
+	case GUEST_EVENT_BOOT_COMPLETE:
+		if (!s->booted) {
+			s->booted = true;
+			set_state(s, "running");
+		}
+		break;
+	case GUEST_EVENT_BOOT_FAILED:
 		set_state(s, "boot_failed");
-	} else if (streq(event, "power_off")) {
-		json_t *code = json_object_get(o, "exitCode");
-
+		break;
+	case GUEST_EVENT_POWER_OFF:
 		s->powered_off = true;
-		s->guest_exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 1;
+		s->guest_exit_code = ev.exit_code;
+		break;
+	case GUEST_EVENT_REFUSED:
+	case GUEST_EVENT_OTHER:
+	case _GUEST_EVENT_KIND_MAX:
+		break;
 	}
-	json_decref(o);
 }
 
 static void on_event_close(LineConn *c, int error, void *userdata)
@@ -361,8 +351,8 @@ static int open_event_stream(Serve *s)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return -errno;
-	r = line_conn_new(s->loop, sp[0], EVENT_LINE_MAX, 64 * 1024, on_event_line, on_event_close,
-			  s, &s->events);
+	r = line_conn_new(s->loop, sp[0], GUEST_EVENT_LINE_MAX, 64 * 1024, on_event_line,
+			  on_event_close, s, &s->events);
 	if (r < 0) {
 		close(sp[1]);
 		return r;
@@ -389,8 +379,7 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 		log_info("guest channel up (epoch %u)", mux_get_epoch(mux_io_get_mux(io)));
 		line_conn_free(s->events);
 		s->events = NULL;
-		json_array_clear(s->evidence);
-		s->evidence_bytes = s->evidence_dropped = 0;
+		guest_events_restart(&s->guest);
 		if (open_event_stream(s) < 0)
 			log_warning("cannot follow the guest's boot events");
 		log_fanout_session_ready(s->logs);
@@ -695,8 +684,8 @@ static void write_evidence(Serve *s)
 	}
 	doc = json_pack("{s:i, s:s, s:s, s:o, s:O, s:s, s:I}", "schema", 1, "kind",
 			"berth.boot-evidence", "bootId", s->vmm->boot_id, "vm",
-			vm ? vm : json_null(), "events", s->evidence, "final", s->state,
-			"droppedEvents", (json_int_t)s->evidence_dropped);
+			vm ? vm : json_null(), "events", s->guest.evidence, "final", s->state,
+			"droppedEvents", (json_int_t)s->guest.dropped);
 	text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
 	if (!text || write_file_atomic(path, text, strlen(text), 0600) < 0)
 		log_warning("cannot write %s", path);
@@ -706,7 +695,7 @@ static void write_evidence(Serve *s)
 
 int vmm_serve(Vmm *v, int ready_fd)
 {
-	Serve s = {.vmm = v, .evidence = json_array(), .console_fd = -EBADF};
+	Serve s = {.vmm = v, .guest.evidence = json_array(), .console_fd = -EBADF};
 	sigset_t pipe_set;
 	int r;
 
@@ -735,7 +724,7 @@ int vmm_serve(Vmm *v, int ready_fd)
 	}
 	r = ev_loop(s.loop);
 	write_evidence(&s);
-	json_decref(s.evidence);
+	guest_events_done(&s.guest);
 	for (size_t i = 0; i < s.n_pending; i++)
 		close(s.pending[i].fd);
 	line_conn_free(s.events);

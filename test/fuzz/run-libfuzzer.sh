@@ -39,6 +39,10 @@ egress-request)
 guest-console)
 	sources="src/berth-vmm/vm-diag.c src/basic/line-split.c src/basic/linebuf.c"
 	;;
+guest-event)
+	sources="src/berth-vmm/guest-event.c"
+	libs="-ljansson"
+	;;
 mcp-stdin)
 	sources="src/berth/mcp-framing.c src/berth/mcp-tools.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-lyaml -ljansson -lm"

@@ -4,11 +4,13 @@
 /*
  * agent-init's seccomp filters (SPEC 4.5.4, 4.5.5 and the VM additions), compiled to BPF by
  * libseccomp while nothing is restricted yet, and loaded with seccomp(2) as the very last
- * restriction. Non-logging.
+ * restriction. Non-logging. The table and where each entry came from: filters.c; the traces
+ * behind it: syscalls-traced.txt, made by tools/trace-app-syscalls.py.
  */
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct SeccompProgram {
 	struct sock_filter *insns; /* NULL: no program */
@@ -17,12 +19,14 @@ typedef struct SeccompProgram {
 
 typedef struct Filters {
 	/*
-	 * Every app: no new namespaces (clone/unshare namespace flags and setns: EPERM;
-	 * clone3: ENOSYS so that libc falls back to clone), no io_uring (ENOSYS), no
-	 * AF_VSOCK socket, no ptrace or process_vm_*, bpf, keyrings, modules, mounts,
-	 * kexec or perf_event_open (EPERM). When the network is restricted also SCTP
-	 * and MPTCP sockets, which Landlock's TCP port rules may not see (EPERM).
-	 * Foreign-architecture system calls kill the process.
+	 * Every app: the allow list. A system call in the table passes (some only with the
+	 * arguments filters.c lists: clone without namespace flags, socket by family, type
+	 * and protocol, personality PER_LINUX or the query); one refused on purpose fails
+	 * with EPERM (namespaces, ptrace and process_vm_*, bpf, keyrings, modules, mounts,
+	 * kexec, perf_event_open, userfaultfd, open_by_handle_at, ...); clone3 and io_uring
+	 * with ENOSYS, and so does everything not in the table, newer calls included, so
+	 * that libc and the runtimes fall back. Foreign-architecture system calls (i386,
+	 * x32) kill the process.
 	 */
 	SeccompProgram base;
 	/* Only for an app that declared no network: UDP and raw IPv4/IPv6 sockets and any
@@ -30,11 +34,28 @@ typedef struct Filters {
 	SeccompProgram datagram;
 } Filters;
 
+typedef enum SeccompVerdict {
+	SECCOMP_VERDICT_ALLOW,	/* whatever the arguments */
+	SECCOMP_VERDICT_ARGS,	/* only for some arguments (filters.c's argument rules) */
+	SECCOMP_VERDICT_REFUSE, /* EPERM */
+	SECCOMP_VERDICT_NOSYS,	/* ENOSYS, on purpose */
+	_SECCOMP_VERDICT_MAX,
+	_SECCOMP_VERDICT_INVALID = -22, /* -EINVAL */
+} SeccompVerdict;
+
+typedef struct SeccompSyscall {
+	const char *name; /* libseccomp's name for the x86-64 call */
+	SeccompVerdict verdict;
+} SeccompSyscall;
+
+/* The base filter's table, for tests and tools. A call it does not name gets ENOSYS. */
+const SeccompSyscall *filters_syscall_table(size_t *ret_n);
+
 void filters_done(Filters *f);
 
 /*
  * filters_build() - compile the filters.
- * @restrict_protocols: add the SCTP/MPTCP rule (the network is not unrestricted).
+ * @restrict_protocols: allow only TCP and UDP on IPv4/IPv6 (the network is not unrestricted).
  * @deny_datagrams: build the datagram filter too (no network declared at all).
  * @ret: the programs; release with filters_done().
  * Returns 0 or -errno. Never sets SECCOMP_FILTER_FLAG_SPEC_ALLOW.

@@ -438,13 +438,15 @@ static char *landlock_lines(const Confinement *c, const CapabilityPolicy *p, con
 
 static char *seccomp_base_lines(const Confinement *c)
 {
-	_cleanup_free_ char *audit = audit_seccomp("namespace_seccomp_filter", c->boot_id, c->app,
-						   true, "new_namespaces_denied", c->now);
+	/* The event keeps its SPEC name; the detail says the filter is the allow list. */
+	_cleanup_free_ char *audit =
+		audit_seccomp("namespace_seccomp_filter", c->boot_id, c->app, true,
+			      "syscall_allow_list,new_namespaces_denied", c->now);
 
 	if (!audit)
 		return NULL;
 	return format(
-		"[agent-init] seccomp: new namespaces, io_uring, AF_VSOCK, ptrace, bpf, keyrings, modules, mounts, kexec and perf_event_open refused for \"%s\"\n%s",
+		"[agent-init] seccomp: system call allow list on for \"%s\" — anything else ENOSYS; new namespaces, ptrace, bpf, keyrings, modules, mounts, kexec, perf_event_open, userfaultfd and sockets but unix, IPv4/IPv6 and netlink route refused\n%s",
 		c->app, audit);
 }
 

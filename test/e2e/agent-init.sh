@@ -101,6 +101,18 @@ run() {
 says() {
 	if grep -qxF -- "$2" "$out"; then ok "$1"; else not_ok "$1 (wanted: $2)"; diag <"$out"; diag <"$err"; fi
 }
+# says_not WHAT LINE: the probe answered, but not LINE.
+says_not() {
+	local op=${2%%: *}
+	if grep -q -- "^$op: " "$out" && ! grep -qxF -- "$2" "$out"; then ok "$1"; else not_ok "$1 (not wanted: $2)"; diag <"$out"; diag <"$err"; fi
+}
+# answered WHAT OP...: the probe printed a line for every OP (it ran them all).
+answered() {
+	local what=$1 op missing=
+	shift
+	for op in "$@"; do grep -q -- "^$op: " "$out" || missing+=" $op"; done
+	if [ -z "$missing" ]; then ok "$what"; else not_ok "$what (no answer for:$missing)"; diag <"$out"; diag <"$err"; fi
+}
 # logs WHAT TEXT: agent-init's stderr holds TEXT.
 logs() {
 	if grep -qF -- "$2" "$err"; then ok "$1"; else not_ok "$1 (wanted: $2)"; diag <"$err"; fi
@@ -136,7 +148,9 @@ run writes "$ai" "$T/writes.json" -- \
 	unshare-user unshare-net unshare-mount clone-newuser setns clone3 fork \
 	io-uring vsock mount="$T/ws" bpf keyctl perf \
 	ptrace="$other_pid" kill="$other_pid" kill="$same_uid_pid" abstract="$abstract" \
-	connect="$port_open" bind="$port_bind"
+	connect="$port_open" bind="$port_bind" \
+	userfaultfd alg key bluetooth vsock-high udp-high netlink-route netlink-audit netlink-uevent \
+	personality personality-query unlisted newer thread spawn=/bin/true sleep
 exits 0 "the confined app ran"
 says "write inside a declared write path" "write=$T/ws/f: ok"
 says "write through .. out of scope is refused by Landlock" "write=$T/ws/../outside/f: EACCES"
@@ -192,6 +206,28 @@ says "signalling a same-uid process outside the domain is refused (Landlock scop
 says "an abstract unix socket outside the domain is out of reach (Landlock scope)" "abstract=$abstract: EPERM"
 says "TCP connect to an undeclared port is refused" "connect=$port_open: EACCES"
 says "TCP bind to an undeclared port is refused" "bind=$port_bind: EACCES"
+# What the deny list let through, and the allow list does not.
+says "userfaultfd is refused" "userfaultfd: EPERM"
+says "socket(AF_ALG) is refused" "alg: EPERM"
+says "socket(AF_KEY) is refused" "key: EPERM"
+says "socket(AF_BLUETOOTH) is refused" "bluetooth: EPERM"
+says "AF_VSOCK with bits above the int the kernel reads is still AF_VSOCK, and refused" "vsock-high: EPERM"
+says "so is UDP without a network capability" "udp-high: EPERM"
+says "netlink: NETLINK_ROUTE stays (getaddrinfo, getifaddrs)" "netlink-route: ok"
+says "other netlink protocols are refused (audit)" "netlink-audit: EPERM"
+says "other netlink protocols are refused (uevents)" "netlink-uevent: EPERM"
+says "personality(ADDR_NO_RANDOMIZE) is refused" "personality: EPERM"
+says "the personality query still answers" "personality-query: ok"
+says "a system call not on the allow list reports ENOSYS" "unlisted: ENOSYS"
+says "so does one newer than the list" "newer: ENOSYS"
+# The probe is static glibc: its own start-up and what its checks use must be on the list.
+says "a thread starts (glibc falls back from clone3 to clone)" "thread: ok"
+says "posix_spawn of a dynamic program works, the child's start-up included" "spawn=/bin/true: ok"
+says "a sleep works" "sleep: ok"
+answered "the static probe answered every operation under the allow list" \
+	write="$T/ws/f" ids status fds setuid0 udp tcp-socket unix-socket fork io-uring vsock \
+	userfaultfd alg netlink-route personality unlisted thread spawn=/bin/true sleep
+logs "the seccomp line says the allow list is on" "[agent-init] seccomp: system call allow list on for \"aitest\""
 logs "restrict_self status line" "[agent-init] landlock restrict_self() status: ruleset=FullyEnforced no_new_privs=true"
 logs "human restricted line" "[agent-init] restricted \"aitest\" (FullyEnforced) — write access allowed only under: /dev/null, $T/ws, $T/made/deep"
 audit "the audit lines are JSON objects in sequence order" \
@@ -206,18 +242,25 @@ audit "capabilities_dropped, app_uid_applied and the seccomp lines say what happ
 	'ev["capabilities_dropped"]["dropped"] is True' \
 	"ev['app_uid_applied']['uid'] == $APP_UID and ev['app_uid_applied']['gid'] == $APP_UID" \
 	'ev["app_uid_applied"]["dropped"] is True and ev["app_uid_applied"]["detail"] == "irreversible"' \
-	'ev["namespace_seccomp_filter"]["applied"] is True and ev["namespace_seccomp_filter"]["detail"] == "new_namespaces_denied"' \
+	'ev["namespace_seccomp_filter"]["applied"] is True and ev["namespace_seccomp_filter"]["detail"] == "syscall_allow_list,new_namespaces_denied"' \
 	'ev["network_seccomp_filter"]["applied"] is True and ev["network_seccomp_filter"]["detail"] == "udp_and_raw_sockets_denied"'
 
 run x32 "$ai" "$T/writes.json" -- x32
 exits 159 "a system call through another ABI's table (x32) kills the app with SIGSYS"
+# i386's int 0x80 works on this kernel only with IA32 emulation: ask the probe unconfined.
+if [ "$("$T/bin/probe" i386 2>/dev/null)" = "i386: ok" ]; then
+	run i386 "$ai" "$T/writes.json" -- i386
+	exits 159 "a system call through i386's table (int 0x80) kills the app with SIGSYS"
+else
+	ok "i386 table # SKIP this kernel has no IA32 emulation"
+fi
 
 # --- read scoping and TCP ports --------------------------------------------------------------
 policy net '"writePaths":["/dev/null","'"$T"'/ws"],"readPaths":["/usr","/lib","/etc","/proc","/dev","'"$T"'/bin","'"$T"'/ws","'"$T"'/missing"],"networkPorts":['"$port_open"'],"bindPorts":['"$port_bind"']'
 run net "$ai" "$T/net.json" -- \
 	read="$T/ws/readable" read="$T/outside/file" readdir="$T/outside" readdir="$T/ws" \
 	read=/etc/hostname connect="$port_open" connect="$port_closed" bind="$port_bind" \
-	bind="$port_unbound" udp raw
+	bind="$port_unbound" udp raw udp-high sctp packet netlink-audit
 exits 0 "the app with read scoping and a port ran"
 says "read inside a read path" "read=$T/ws/readable: ok"
 says "read outside every read path is refused" "read=$T/outside/file: EACCES"
@@ -230,6 +273,10 @@ says "bind to a bindPorts port works" "bind=$port_bind: ok"
 says "bind to any other port is refused" "bind=$port_unbound: EACCES"
 says "a declared port keeps UDP (DNS)" "udp: ok"
 says "raw sockets need a capability the app no longer has" "raw: EPERM"
+says "a declared port keeps UDP whatever the bits above the int" "udp-high: ok"
+says "SCTP stays refused with a declared port" "sctp: EPERM"
+says "packet sockets are refused by the allow list too" "packet: EPERM"
+says "netlink audit is refused with a declared port" "netlink-audit: EPERM"
 logs "a missing read path is reported" "[agent-init] WARNING: couldn't open \"$T/missing\" to grant read access (No such file or directory) — reads there will be DENIED for the whole life of this process, since the ruleset is about to be sealed. Create the path before boot if the app needs it."
 check "read paths are never created" test ! -e "$T/missing"
 audit "the network filter line says datagrams stay open" \
@@ -237,6 +284,19 @@ audit "the network filter line says datagrams stay open" \
 	'ev["network_seccomp_filter"]["detail"] == "network capability declared — datagram sockets left open for DNS"' \
 	"ev['capability_policy_applied']['networkPorts'] == [$port_open] and ev['capability_policy_applied']['bindPorts'] == [$port_bind]" \
 	'ev["capability_policy_applied"]["ruleset"] == "FullyEnforced"'
+
+# network:connect:* keeps every IP protocol (the kernel decides), and nothing else.
+policy open '"networkUnrestricted":true'
+run open "$ai" "$T/open.json" -- tcp-socket udp sctp netlink-route netlink-audit vsock alg unlisted
+exits 0 "the app with an unrestricted network ran"
+says "TCP" "tcp-socket: ok"
+says "UDP" "udp: ok"
+says_not "SCTP is the kernel's to answer" "sctp: EPERM"
+says "netlink route" "netlink-route: ok"
+says "netlink audit is still refused" "netlink-audit: EPERM"
+says "AF_VSOCK is still refused" "vsock: EPERM"
+says "AF_ALG is still refused" "alg: EPERM"
+says "the allow list still applies" "unlisted: ENOSYS"
 
 # --- write paths outside the allowed set -------------------------------------------------------
 policy refused '"writePaths":["/etc/berth-agent-init-test","/run/berth/other","/run/berth/aitest/../x","/dev"]'

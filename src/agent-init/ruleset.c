@@ -270,18 +270,37 @@ static int add_write_rules(const CapabilityPolicy *p, const AppIdentity *id, Rul
 	return 0;
 }
 
+/*
+ * The read baseline is the root image's own, read-only (where /lib is a link into /usr):
+ * opened as it resolves. Every other read path lies where an app may write (its
+ * directories, the state disk) and is opened without following a link, as a write path
+ * is: a link an app left there must not lend it reads on whatever the link points to.
+ */
+static int open_read_path(const char *path)
+{
+	for (size_t i = 0; i < ELEMENTSOF(capability_read_baseline); i++)
+		if (streq(path, capability_read_baseline[i]))
+			return RET_NERRNO(open(path, O_PATH | O_CLOEXEC));
+	return open_write_path(path);
+}
+
 static int add_read_rules(const CapabilityPolicy *p, Ruleset *r, char **reterr_message)
 {
 	if (!(r->handled_fs & ACCESS_FS_READ))
 		return 0;
 	for (size_t i = 0; i < p->read_paths.n; i++) {
 		const char *path = p->read_paths.v[i];
-		_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+		_cleanup_close_ int fd = open_read_path(path);
 		int k;
 
+		if (fd == -ELOOP) {
+			warn("\"%s\" is or passes through a symbolic link, so read access is NOT granted there: Berth grants reads on a path itself, never through a link. Declare the path the link points to.",
+			     path);
+			continue;
+		}
 		if (fd < 0) {
 			warn("couldn't open \"%s\" to grant read access (%s) — reads there will be DENIED for the whole life of this process, since the ruleset is about to be sealed. Create the path before boot if the app needs it.",
-			     path, strerror(errno));
+			     path, strerror(-fd));
 			continue;
 		}
 		k = add_path_rule(r->fd, fd,

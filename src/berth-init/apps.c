@@ -27,7 +27,10 @@
 #define REPORT_BYTES_MAX (64 * 1024) /* of agent-init's reports, per app */
 #define PENDING_RPC_MAX 16
 #define RPC_WAIT_USEC (60 * USEC_PER_SEC)
-#define ENV_MAX 128
+/* berth-init's own variables (about 20), then the secrets: the host's secrets disk holds at
+ * most 512 names an app and 512 shared (ENV_NAMES_MAX), so every one of them fits. */
+#define ENV_OWN_MAX 32
+#define ENV_MAX (ENV_OWN_MAX + 2 * 512)
 #define AGENT_INIT "/usr/sbin/agent-init"
 
 typedef enum AppState {
@@ -541,43 +544,51 @@ static int watch_output(App *a, Output *o, const char *stream, int fd)
 typedef struct Env {
 	char *v[ENV_MAX + 1];
 	size_t n;
+	bool failed;
 } Env;
 
-static bool env_has(const Env *e, const char *name)
+/* Is @name among the first @n variables of @e? */
+static bool env_has(const Env *e, const char *name, size_t n)
 {
 	size_t len = strlen(name);
 
-	for (size_t i = 0; i < e->n; i++)
+	for (size_t i = 0; i < n; i++)
 		if (strneq(e->v[i], name, len) && e->v[i][len] == '=')
 			return true;
 	return false;
 }
 
+/* Set @name unless it is set. A variable that does not fit marks @e failed: the app is not
+ * started then, rather than started without a variable it was promised. */
 static void env_set(Env *e, const char *name, const char *value)
 {
-	if (e->n >= ENV_MAX || env_has(e, name))
+	if (env_has(e, name, e->n))
 		return;
-	if (asprintf(&e->v[e->n], "%s=%s", name, value) >= 0)
-		e->n++;
+	if (e->n >= ENV_MAX || asprintf(&e->v[e->n], "%s=%s", name, value) < 0) {
+		e->failed = true;
+		return;
+	}
+	e->n++;
 }
 
-static void env_add_secrets(Env *e, const json_t *vars, const Env *base)
+/* @n_own: how many of @e's variables berth-init set itself (PATH, ...), which no secret
+ * overrides. */
+static void env_add_secrets(Env *e, const json_t *vars, size_t n_own)
 {
 	const char *name;
 	json_t *v;
 
-	json_object_foreach((json_t *)vars, name, v) {
-		/* Names berth-init set itself (PATH, ...) are never overridden. */
-		if (!env_has(base, name))
+	json_object_foreach((json_t *)vars, name, v)
+		if (!env_has(e, name, n_own))
 			env_set(e, name, json_string_value(v));
-	}
 }
 
-/* The environment, built from scratch: nothing of berth-init's own leaks in. */
-static void build_env(const App *a, Env *e)
+/* The environment, built from scratch: nothing of berth-init's own leaks in. Returns
+ * -E2BIG when it does not fit. */
+static int build_env(const App *a, Env *e)
 {
 	char buf[256];
-	Env base = {};
+	size_t n_own;
 
 	env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
 	snprintf(buf, sizeof(buf), "/tmp/%s", a->name);
@@ -606,10 +617,11 @@ static void build_env(const App *a, Env *e)
 	env_set(e, "BERTH_APP_SUPPLEMENTARY_GIDS", buf);
 	if (a->egress)
 		env_set(e, "BERTH_EGRESS_PROXY_URL", EGRESS_PROXY_URL);
-	base = *e;
+	n_own = e->n;
 	/* An app's own secrets win over the shared ones: add them first. */
-	env_add_secrets(e, json_object_get(json_object_get(apps_secrets, "apps"), a->name), &base);
-	env_add_secrets(e, json_object_get(apps_secrets, "shared"), &base);
+	env_add_secrets(e, json_object_get(json_object_get(apps_secrets, "apps"), a->name), n_own);
+	env_add_secrets(e, json_object_get(apps_secrets, "shared"), n_own);
+	return e->failed ? -E2BIG : 0;
 }
 
 /*
@@ -621,7 +633,7 @@ static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd, int report
 {
 	Env env = {};
 	char runtime[96], procs[160];
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), cg;
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), cg, r;
 	sigset_t none;
 
 	/* berth-init blocks the signals its loop reads through a signalfd, and the mask
@@ -629,10 +641,17 @@ static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd, int report
 	 * does) never sees the SIGTERM of a graceful stop. */
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	build_env(a, &env);
+	r = build_env(a, &env);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
 	    dup2(err_fd, STDERR_FILENO) < 0)
 		_exit(126);
+	if (r < 0) {
+		dprintf(STDERR_FILENO,
+			"berth-init: the environment of \"%s\" does not fit (%d variables at "
+			"most); the app was not started: pass it fewer secrets\n",
+			a->name, ENV_MAX);
+		_exit(126);
+	}
 	/* The report pipe as fd 3, which agent-init closes before it execs the app. */
 	if (report_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(report_fd, 3) < 0)
 		_exit(126);
@@ -889,7 +908,10 @@ json_t *apps_summary(void)
 static int connect_app(const App *a)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: an app that listens but never accepts fills its backlog, and a
+	 * blocking connect would then stall PID 1's only loop. EAGAIN holds the call as
+	 * pending instead, retried until its deadline. */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
 	if (fd < 0)
 		return -errno;

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 44
+plan 45
 trap 'kill -9 ${dev_pid:-} $(cat "$BERTH_HOME/wrap.pid" 2>/dev/null) 2>/dev/null
 "$berth" vm stop e2e-secrets >/dev/null 2>&1; "$berth" vm stop berth-dev-envprobe >/dev/null 2>&1
 rm -rf "$BERTH_HOME"' EXIT
@@ -179,18 +179,23 @@ check "berth dev's own output never held a value" absent "$log" "$BERTH_HOME/han
 check "nothing is left in the secrets directory" test -z "$(ls -A "$BERTH_HOME/run/secrets")"
 
 # --- two apps in one VM: boot 3 -------------------------------------------------------------
-# alpha declares ALPHA_TOKEN, beta BETA_TOKEN; COMMON is declared by neither.
+# alpha declares ALPHA_TOKEN and 300 BULK_<n> (more than berth-init once had room for), beta
+# BETA_TOKEN; COMMON is declared by neither.
 shares=$BERTH_HOME/shares
 mkdir -p "$shares"
+bulk_names=$(seq -s, -f 'BULK_%g' 0 299)
+for ((i = 0; i < 300; i++)); do echo "BULK_$i=bulk-value-$i"; done >"$BERTH_HOME/bulk.env"
 for a in alpha beta; do
 	A=$(echo "$a" | tr a-z A-Z)
+	extra=
+	[ "$a" = alpha ] && extra=,$bulk_names
 	cp -r "$src/test/e2e/fixtures/envprobe" "$BERTH_HOME/src-$a"
-	sed -i -e "s/^name: envprobe/name: $a/" -e "s/^secrets: .*/secrets: [${A}_TOKEN]/" "$BERTH_HOME/src-$a/berth.yml"
+	sed -i -e "s/^name: envprobe/name: $a/" -e "s/^secrets: .*/secrets: [${A}_TOKEN$extra]/" "$BERTH_HOME/src-$a/berth.yml"
 	node "$src/sdk/node/bundle.mjs" "$BERTH_HOME/src-$a" "$shares/$a" >/dev/null
 done
 two=$BERTH_HOME/two.img
 ALPHA_TOKEN=$alpha_token "$writer" "$two" --env ALPHA_TOKEN --env "BETA_TOKEN=$beta_token" --env "COMMON=$common" \
-	"$shares/alpha" "$shares/beta" 2>"$BERTH_HOME/writer.log"
+	--env-file "$BERTH_HOME/bulk.env" "$shares/alpha" "$shares/beta" 2>"$BERTH_HOME/writer.log"
 check "the CLI's disk for two apps is written 0600" test "$(stat -c %a "$two" 2>/dev/null)" = 600
 check "warning only about the name neither declares" \
 	sh -c "test \$(wc -l <'$BERTH_HOME/writer.log') = 1 && grep -q '^\[berth\] COMMON is not declared' '$BERTH_HOME/writer.log'"
@@ -202,6 +207,9 @@ if q alpha && q beta; then ok "a VM with both apps boots"; else not_ok "a VM wit
 check "alpha sees its own secret and the shared one" \
 	test "$(json_get "$BERTH_HOME/alpha.json" values ALPHA_TOKEN)" = "$alpha_token" -a "$(json_get "$BERTH_HOME/alpha.json" values COMMON)" = "$common"
 check "alpha does not see beta's" test "$(json_get "$BERTH_HOME/alpha.json" values BETA_TOKEN)" = None
+"$berth" rpc alpha --export env --input '{"names":["BULK_0","BULK_150","BULK_299"]}' >"$BERTH_HOME/bulk.json" 2>&1
+check "alpha sees every one of its 300 other secrets too" \
+	test "$(json_get "$BERTH_HOME/bulk.json" values BULK_0)/$(json_get "$BERTH_HOME/bulk.json" values BULK_299)" = bulk-value-0/bulk-value-299
 check "beta sees its own secret and the shared one" \
 	test "$(json_get "$BERTH_HOME/beta.json" values BETA_TOKEN)" = "$beta_token" -a "$(json_get "$BERTH_HOME/beta.json" values COMMON)" = "$common"
 check "beta does not see alpha's" test "$(json_get "$BERTH_HOME/beta.json" values ALPHA_TOKEN)" = None

@@ -7,6 +7,8 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
+
 #include "macros.h"
 
 enum {
@@ -22,6 +24,13 @@ void log_set_max_level(int level);
 int log_get_max_level(void);
 /* Mirror every line to @fd as well (e.g. a log file), -1 to stop. */
 void log_set_extra_fd(int fd);
+/* Write at most @max_bytes of lines (counted once, whether they go to one output or two),
+ * and warnings and errors @reserve bytes more, then drop lines after saying so once: for a
+ * log file whose lines a peer can provoke. */
+void log_set_byte_cap(size_t max_bytes, size_t reserve);
+/* A record for the log file alone, as it is (a JSON line, no program name): to the mirror
+ * fd when there is one, else standard error; within the byte cap. */
+void log_record(const char *text);
 
 /* Log a line; returns -abs(@error) so callers can `return log_error_errno(r, ...)`, and
  * -EINVAL when @error is 0, so that `return log_error("...")` is a failure too.

@@ -70,7 +70,6 @@ struct EgressDialer {
 	EvLoop *loop;
 	MuxIo *io;
 	const EgressConfig *cfg;
-	int log_fd;
 	uint64_t next_id;
 	unsigned n_dials;
 	unsigned n_active; /* resolving, connecting or tunnelling: what --egress-max-conns caps */
@@ -145,11 +144,8 @@ static void log_json(EgressDialer *d, json_t *o)
 	json_decref(o);
 	if (!text)
 		return;
-	/* One write of one line: vmm.log is O_APPEND, so lines never interleave. */
-	if (d->log_fd >= 0)
-		(void)dprintf(d->log_fd, "%s\n", text);
-	else
-		log_info("%s", text);
+	/* One line in vmm.log, within its cap (the guest provokes these). */
+	log_record(text);
 }
 
 static void log_decision(Dial *c, const char *decision, const char *code, const char *reason)
@@ -743,15 +739,14 @@ static int on_open(MuxIo *io, uint32_t port, void *userdata)
 	return sp[1];
 }
 
-int egress_dialer_new(EvLoop *loop, MuxIo *io, const EgressConfig *cfg, int log_fd,
-		      EgressDialer **ret)
+int egress_dialer_new(EvLoop *loop, MuxIo *io, const EgressConfig *cfg, EgressDialer **ret)
 {
 	EgressDialer *d = calloc(1, sizeof(*d));
 	int r;
 
 	if (!d)
 		return -ENOMEM;
-	*d = (EgressDialer){.loop = loop, .io = io, .cfg = cfg, .log_fd = log_fd};
+	*d = (EgressDialer){.loop = loop, .io = io, .cfg = cfg};
 	r = mux_io_listen(io, MUX_PORT_EGRESS, on_open, d);
 	if (r < 0) {
 		free(d);

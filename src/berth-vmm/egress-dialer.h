@@ -55,10 +55,9 @@ void egress_resolver_warm_up(void);
 
 /*
  * egress_dialer_new() - answer the guest's opens of MUX_PORT_EGRESS on @io.
- * @cfg must outlive the dialer. @log_fd: vmm.log, which gets one JSON line per decision
- * and per closed tunnel.
+ * @cfg must outlive the dialer. vmm.log gets one JSON line (log_info) per decision and
+ * per closed tunnel.
  */
-int egress_dialer_new(EvLoop *loop, MuxIo *io, const EgressConfig *cfg, int log_fd,
-		      EgressDialer **ret);
+int egress_dialer_new(EvLoop *loop, MuxIo *io, const EgressConfig *cfg, EgressDialer **ret);
 /* Close every tunnel and pending dial. Accepts NULL; returns NULL. */
 EgressDialer *egress_dialer_free(EgressDialer *d);

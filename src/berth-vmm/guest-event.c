@@ -131,7 +131,11 @@ GuestEventKind guest_event_read(GuestEvents *e, const char *line, size_t len, Gu
 	if (ret->kind == GUEST_EVENT_POWER_OFF) {
 		json_t *code = json_object_get(o, "exitCode");
 
-		ret->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 1;
+		json_int_t v = json_is_integer(code) ? json_integer_value(code) : 1;
+
+		/* An exit status is 0..255; anything else is no success (2^32 must not read
+		 * as 0). */
+		ret->exit_code = v >= 0 && v <= 255 ? (int)v : 1;
 	}
 	return ret->kind;
 }

@@ -38,8 +38,11 @@
 #define CONNECT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define STOP_TIMEOUT_USEC (20 * USEC_PER_SEC)
 #define SETTLE_USEC (200 * USEC_PER_MSEC)
-#define WATCH_USEC (100 * USEC_PER_MSEC) /* how often the boot's console is read */
+#define WATCH_USEC (100 * USEC_PER_MSEC) /* how often a boot is checked for a stall */
 #define QEMU_TAIL_BYTES (8 * 1024)	 /* QEMU's last words, for the failure report */
+/* Of the guest console, console.log keeps this much: a guest (root in it, or its kernel)
+ * writes it at will, and it is a file on the host. The rest is drained and counted. */
+#define CONSOLE_LOG_BYTES_MAX (32 * 1024 * 1024)
 
 typedef struct Listener {
 	struct Serve *serve;
@@ -74,7 +77,9 @@ typedef struct Serve {
 	 * moved; a boot that goes quiet for longer than --boot-stall-timeout is dead. */
 	LineSplit qemu_split, console_split;
 	LineBuffer *qemu_tail;
-	int console_fd;
+	int console_fd;	 /* QEMU's console pipe (the guest's ttyS0) */
+	int console_out; /* console.log, or standard error with --console-stderr */
+	uint64_t console_written, console_dropped;
 	uint64_t last_progress;
 	char panic[512];
 	char qemu_last[512]; /* QEMU's last line on standard error */
@@ -174,18 +179,57 @@ static void on_console_line(const char *line, size_t len, void *userdata)
 	fail_vm(s, s->panic);
 }
 
-/* Read what the guest wrote to its console file since last time. */
-static void read_console(Serve *s)
+/* Keep @len bytes of console in console.log, up to CONSOLE_LOG_BYTES_MAX; say once where
+ * it stops. */
+static void keep_console(Serve *s, const char *buf, size_t len)
+{
+	size_t room = CONSOLE_LOG_BYTES_MAX - MIN(s->console_written, CONSOLE_LOG_BYTES_MAX);
+	size_t n = MIN(len, room);
+
+	if (n > 0 && loop_write(s->console_out, buf, n) >= 0)
+		s->console_written += n;
+	if (n == len)
+		return;
+	if (s->console_dropped == 0) {
+		dprintf(s->console_out,
+			"\n[berth-vmm] the console reached %u MiB; what the guest writes there from "
+			"now on is dropped\n",
+			CONSOLE_LOG_BYTES_MAX / (1024 * 1024));
+		log_warning("the guest console reached %u MiB; the rest is not kept in %s",
+			    CONSOLE_LOG_BYTES_MAX / (1024 * 1024),
+			    s->vmm->console_path ?: "standard error");
+	}
+	s->console_dropped += len - n;
+}
+
+/* Read what the guest wrote to its console since last time (the pipe is non-blocking).
+ * Returns false once the pipe is done with (QEMU is gone). */
+static bool read_console(Serve *s)
 {
 	char buf[16384];
 	ssize_t n;
 
 	if (s->console_fd < 0)
-		return;
-	while ((n = read(s->console_fd, buf, sizeof(buf))) > 0) {
+		return false;
+	for (;;) {
+		n = read(s->console_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN;
+		if (n == 0)
+			return false;
+		keep_console(s, buf, (size_t)n);
 		line_split_feed(&s->console_split, buf, (size_t)n, on_console_line, s);
 		progress(s);
 	}
+}
+
+static int on_console(EvSource *src, int fd, uint32_t revents, void *userdata)
+{
+	if (!read_console(userdata))
+		ev_source_set_enabled(src, EV_OFF);
+	return 0;
 }
 
 static int on_watch(EvSource *src, uint64_t usec, void *userdata)
@@ -194,7 +238,6 @@ static int on_watch(EvSource *src, uint64_t usec, void *userdata)
 	uint64_t stall = (uint64_t)s->vmm->args.boot_stall_s * USEC_PER_SEC;
 	char reason[512];
 
-	read_console(s);
 	if (s->booted || s->failed || s->qemu_gone)
 		return 0;
 	if (stall > 0 && ev_time_now() - s->last_progress > stall) {
@@ -603,7 +646,7 @@ static int start(Serve *s)
 		return r;
 	/* Port 1026 always answers: without --egress-allow, every dial is denied, and the
 	 * guest is told so. */
-	r = egress_dialer_new(s->loop, s->io, &v->args.egress, v->log_fd, &s->egress);
+	r = egress_dialer_new(s->loop, s->io, &v->args.egress, &s->egress);
 	if (r < 0)
 		return log_error_errno(r, "cannot start the egress dialer: %m");
 	r = v->args.channel_external ? 0 : add_listener(s, "control.sock", MUX_PORT_CONTROL);
@@ -645,8 +688,22 @@ static int start(Serve *s)
 	if (r < 0)
 		return log_error_errno(r, "cannot read QEMU's standard error: %m");
 	v->engine.stderr_fd = -EBADF; /* the loop owns it now */
-	if (v->vm.console_path)
-		s->console_fd = open(v->vm.console_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* The console comes on a pipe, and berth-vmm keeps what fits in console.log. */
+	s->console_out = v->args.console_stderr
+				 ? fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)
+				 : open(v->console_path,
+					O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+	if (s->console_out < 0)
+		return log_error_errno(errno, "cannot open %s: %m",
+				       v->args.console_stderr ? "standard error" : v->console_path);
+	s->console_fd = TAKE_FD(v->engine.console_fd);
+	if (s->console_fd >= 0) {
+		r = RET_NERRNO(fcntl(s->console_fd, F_SETFL, O_NONBLOCK));
+		if (r >= 0)
+			r = ev_add_io(s->loop, NULL, s->console_fd, EPOLLIN, on_console, s);
+		if (r < 0)
+			return log_error_errno(r, "cannot read the guest console: %m");
+	}
 	progress(s);
 	r = ev_add_time_relative(s->loop, &s->watch_timer, WATCH_USEC, on_watch, s);
 	if (r < 0)
@@ -695,7 +752,10 @@ static void write_evidence(Serve *s)
 
 int vmm_serve(Vmm *v, int ready_fd)
 {
-	Serve s = {.vmm = v, .guest.evidence = json_array(), .console_fd = -EBADF};
+	Serve s = {.vmm = v,
+		   .guest.evidence = json_array(),
+		   .console_fd = -EBADF,
+		   .console_out = -EBADF};
 	sigset_t pipe_set;
 	int r;
 
@@ -730,6 +790,7 @@ int vmm_serve(Vmm *v, int ready_fd)
 	line_conn_free(s.events);
 	linebuf_free(s.qemu_tail);
 	safe_close(s.console_fd);
+	safe_close(s.console_out);
 	log_fanout_free(s.logs);
 	egress_dialer_free(s.egress);
 	mux_io_free(s.io);

@@ -154,7 +154,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			a->run_dir = optarg;
 			break;
 		case O_APP:
-			if (a->n_apps >= VM_SHARES_MAX)
+			if (a->n_apps >= VMM_APPS_MAX)
 				return log_error(
 					"too many --app: QEMU's microvm has %d virtio devices, so a VM holds at most %d app shares",
 					VM_TRANSPORTS_MAX, VM_SHARES_MAX);
@@ -609,7 +609,9 @@ static int build_vm_config(Vmm *v)
 		.cpus = v->args.cpus,
 		.mem_mib = v->args.mem_mib,
 		.accel = v->accel.accel,
-		.console_path = v->args.console_stderr ? NULL : v->console_path,
+		/* On a pipe that berth-vmm reads: it keeps a bounded console.log, where QEMU
+		 * would write whatever the guest sent. */
+		.console_capture = true,
 		.qemu_binary = v->qemu,
 		.extra_cmdline = v->cmdline_extra,
 		.host_sandbox = &v->host_sandbox,
@@ -688,6 +690,9 @@ static int prepare(Vmm *v)
 	if (v->log_fd < 0)
 		return log_error_errno(errno, "cannot create %s: %m", v->log_path);
 	log_set_extra_fd(v->log_fd);
+	/* Much of what vmm.log gets, the guest provokes (its events, its dials, channel
+	 * resets): the file stays bounded, with room kept for warnings and errors. */
+	log_set_byte_cap(VMM_LOG_BYTES_MAX, VMM_LOG_RESERVE_BYTES);
 	/* After the log file exists: the test-only setting is warned about in vmm.log too. */
 	r = egress_config_test_cidr_from_env(&v->args.egress);
 	if (r < 0)

@@ -14,9 +14,11 @@
 
 /* One running VM as berth-vmm sees it. */
 
-#define VMM_APPS_MAX 64
+#define VMM_APPS_MAX VM_SHARES_MAX /* one share an app (engine.h) */
 #define SOCKET_PATH_MAX 103 /* sizeof(sun_path) - 1, minus the portable margin */
 #define VMM_BOOT_STALL_S_DEFAULT 30
+#define VMM_LOG_BYTES_MAX (8 * 1024 * 1024)	  /* of vmm.log (info lines) */
+#define VMM_LOG_RESERVE_BYTES (1024 * 1024) /* and warnings and errors after that */
 #define POLICY_WARNINGS_MAX 64 /* compiler warnings carried per app to the guest's log */
 
 typedef struct VmmApp {

@@ -18,7 +18,7 @@
 #define FS_PREFIXES_TEXT CAPABILITY_FS_PREFIXES_TEXT
 #define APP_CWD_DEFAULT "/app"
 #define APP_NAME_SHOWN_MAX 128 /* bytes of an app name kept for the tally of log statements */
-#define LOG_APPS_MAX 64	       /* berth-vmm runs at most 64 apps in one VM */
+#define LOG_APPS_MAX 64	       /* more than a VM holds (4, berth-vmm's VMM_APPS_MAX) */
 #define DOCS_LINE "docs: docs/mcp.md (Denials), docs/confinement.md, docs/manifest.md"
 
 /* --- text ---------------------------------------------------------------------------- */

@@ -9,7 +9,7 @@
 require_artifacts
 new_home
 unset BERTH_ACCEL BERTH_QEMU
-plan 27
+plan 29
 trap 'kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 install_artifacts || { diag <"$BERTH_HOME/install.log"; exit 1; }
 fake=$bld/test/e2e/fake-qemu
@@ -63,6 +63,19 @@ wait_state quiet booting 10
 "$berth" vm stop quiet >"$BERTH_HOME/stop.out" 2>&1
 check "berth vm stop of a VM that never answered stops it cleanly" grep -q '^stopped "quiet" in ' "$BERTH_HOME/stop.out"
 if nothing_left quiet; then ok "and leaves nothing"; else not_ok "and leaves nothing"; diag <"$BERTH_HOME/stop.out"; fi
+
+# A guest that floods its console: console.log is a file on the host, so it stops at its cap.
+BERTH_QEMU=$fake BERTH_FAKE_RUN=console-flood "$vmm" run --name flood 2>/dev/null
+flood_log=$BERTH_HOME/run/vm/flood/console.log
+for ((i = 0; i < 100; i++)); do
+	grep -q 'the console reached 32 MiB' "$BERTH_HOME/run/vm/flood/vmm.log" 2>/dev/null && break
+	sleep 0.2
+done
+check "a guest that writes 40 MiB to its console leaves at most 32 MiB in console.log" \
+	test "$(stat -c %s "$flood_log" 2>/dev/null || echo 0)" -le $((32 * 1024 * 1024 + 256)) -a \
+	"$(stat -c %s "$flood_log" 2>/dev/null || echo 0)" -ge $((32 * 1024 * 1024))
+check "and says there where it stopped" sh -c "tail -c 300 '$flood_log' | grep -q 'the console reached 32 MiB'"
+"$berth" vm stop flood >/dev/null 2>&1
 
 # --- real VMs, interrupted while they boot --------------------------------------------------
 unset BERTH_FAKE_PROBE_TCG BERTH_FAKE_PROBE_KVM

@@ -26,6 +26,8 @@ BERTH = os.path.join(BLD, "src/berth/berth")
 BIG = 64 * 1024  # bytes of one large event
 N_BIG = 2000     # 125 MiB of them: without caps berth-vmm would keep it all, and more
 N_SMALL = 20000
+N_DIALS = 20000  # each a line in vmm.log: together past its cap
+LOG_CAP = 9 * 1024 * 1024  # VMM_LOG_BYTES_MAX and the reserve for warnings (vmm-run.h)
 results = []
 
 
@@ -49,7 +51,7 @@ def rss_kib(pid):
 
 
 def main():
-    print("1..6", flush=True)
+    print("1..8", flush=True)
     home = tempfile.mkdtemp(prefix="berth-hostile.")
     env = dict(os.environ, BERTH_HOME=home)
     subprocess.run([BERTH, "vm", "install", "--from", ARTIFACTS, "--no-download", "--vmm", VMM],
@@ -76,7 +78,7 @@ def main():
             pass
         done.set()
 
-    Guest(listener, accept={CONTROL}, on_open=flood)
+    guest = Guest(listener, accept={CONTROL}, on_open=flood)
     peak = 0
     deadline = time.time() + 240
     while not done.is_set() and time.time() < deadline:
@@ -84,9 +86,24 @@ def main():
         time.sleep(0.05)
     peak = max(peak, rss_kib(pid))
     tap(done.is_set(), f"the guest sent {N_BIG} events of {BIG // 1024} KiB and {N_SMALL} small ones")
+    # Every dial gets a line in vmm.log; refused ones too.
+    dials = 0
+    try:
+        for i in range(N_DIALS):
+            sid, rep = guest.dial(f"flood-{i}.invalid", 443, timeout=10)
+            guest.close(sid)
+            dials += rep.get("ok") is False or "error" in rep
+    except (OSError, EOFError):
+        pass
+    tap(dials == N_DIALS, f"the guest dialed {N_DIALS} refused hosts, each refused ({dials})")
+    peak = max(peak, rss_kib(pid))
     tap(0 < peak < 150 * 1024, f"berth-vmm's memory stayed bounded (peak RSS {peak // 1024} MiB)")
-    log_size = os.path.getsize(os.path.join(run_dir, "vmm.log"))
-    tap(log_size < 16 * 1024 * 1024, f"vmm.log stayed bounded ({log_size // 1024} KiB)")
+    log_path = os.path.join(run_dir, "vmm.log")
+    log_size = os.path.getsize(log_path)
+    tap(log_size <= LOG_CAP + 64 * 1024, f"vmm.log stayed within its cap ({log_size // 1024} KiB)")
+    with open(log_path, errors="replace") as f:
+        tail = f.read()[-4096:]
+    tap("reached its cap" in tail, "and says where it stopped", tail)
 
     # QEMU ends; berth-vmm writes the evidence and exits.
     doc = json.load(open(os.path.join(run_dir, "vm.json")))

@@ -803,6 +803,7 @@ int main(int argc, char *argv[])
 {
 	_cleanup_(ev_loop_freep) EvLoop *loop = NULL;
 	const char *policy = getenv("BERTH_EGRESS_POLICY") ?: POLICY_DEFAULT;
+	_cleanup_free_ char *policy_err = NULL;
 	Broker b = {.listen_fd = -EBADF};
 	unsigned port = 0;
 	int r;
@@ -828,10 +829,10 @@ int main(int argc, char *argv[])
 		USEC_PER_MSEC;
 
 	/* Read once, before serving anything; a policy that cannot be read denies all. */
-	r = egress_rules_load(policy, &b.rules);
+	r = egress_rules_load(policy, &b.rules, &policy_err);
 	if (r < 0)
 		say("WARNING: cannot read the policy %s (%s): every request will be denied", policy,
-		    strerror(-r));
+		    policy_err ?: strerror(-r));
 	else
 		say("policy %s: %zu host pattern%s%s", policy, b.rules.n_patterns,
 		    b.rules.n_patterns == 1 ? "" : "s",

@@ -8,6 +8,7 @@
 #include "fileio.h"
 #include "host-glob.h"
 #include "macros.h"
+#include "policy.h"
 #include "rules.h"
 
 void egress_rules_done(EgressRules *r)
@@ -78,25 +79,19 @@ static bool has_prefix(const char *s, size_t len, const char *prefix)
 	return len >= n && memcmp(s, prefix, n) == 0;
 }
 
-int egress_rules_from_policy(const json_t *policy, EgressRules *ret)
+int egress_rules_from_policy(const CapabilityPolicy *policy, EgressRules *ret)
 {
 	_cleanup_(egress_rules_done) EgressRules r = {};
-	const json_t *caps = json_object_get(policy, "declaredCapabilities");
-	size_t i;
-	json_t *v;
+	const PolicyStrings *caps = &policy->declared;
 
-	if (!json_is_array(caps))
-		return -EINVAL;
-	r.patterns = calloc(MAX(json_array_size(caps), 1), sizeof(EgressPattern));
+	r.patterns = calloc(MAX(caps->n, 1), sizeof(EgressPattern));
 	if (!r.patterns)
 		return -ENOMEM;
-	json_array_foreach(caps, i, v) {
+	for (size_t i = 0; i < caps->n; i++) {
 		static const char *const prefixes[] = {"network:host:", "browser:navigate:"};
-		const char *s = json_string_value(v);
-		size_t len = json_string_length(v);
+		const char *s = caps->v[i];
+		size_t len = strlen(s);
 
-		if (!s)
-			return -EINVAL;
 		if (has_prefix(s, len, "github:"))
 			r.github = true;
 		for (size_t k = 0; k < ELEMENTSOF(prefixes); k++) {
@@ -120,25 +115,24 @@ int egress_rules_from_policy(const json_t *policy, EgressRules *ret)
 	return 0;
 }
 
-int egress_rules_load(const char *path, EgressRules *ret)
+int egress_rules_load(const char *path, EgressRules *ret, char **reterr)
 {
+	_cleanup_(capability_policy_freep) CapabilityPolicy *p = NULL;
 	_cleanup_free_ char *text = NULL;
-	json_t *doc;
 	size_t size;
 	int r;
 
 	*ret = (EgressRules){};
-	r = read_full_file(path, EGRESS_POLICY_SIZE_MAX, &text, &size);
+	*reterr = NULL;
+	r = read_full_file(path, POLICY_FILE_SIZE_MAX, &text, &size);
 	if (r < 0)
 		return r;
-	doc = json_loadb(text, size, JSON_REJECT_DUPLICATES, NULL);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return -EINVAL;
-	}
-	r = egress_rules_from_policy(doc, ret);
-	json_decref(doc);
-	return r;
+	/* The one reader of the policy file (src/capability): what agent-init enforces is
+	 * what the broker reads, and a file it refuses, the broker refuses too. */
+	r = capability_policy_decode(text, size, &p, reterr);
+	if (r < 0)
+		return r;
+	return egress_rules_from_policy(p, ret);
 }
 
 bool egress_rules_allow(const EgressRules *r, const char *host, unsigned port)

@@ -4,8 +4,8 @@
 /*
  * What the egress broker lets through (SPEC 6.1): host patterns from the egress app's
  * `network:host:` and `browser:navigate:` capabilities, the host reserved for the GitHub
- * broker, and the IPv4 literals it refuses as internal. libc and jansson only; no I/O
- * except egress_rules_load().
+ * broker, and the IPv4 literals it refuses as internal. libc, jansson and the capability
+ * module only; no I/O except egress_rules_load().
  *
  * A pattern is a capability scope. It is split at its LAST ':' only when what follows is
  * all digits or "*": "example.com:8443" is (example.com, 8443), "*.example.com:*" is
@@ -15,17 +15,16 @@
  * included); the match is anchored and lowercase.
  */
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "policy.h"
 
 /* A DNS name is at most 253 characters; nothing longer is ever looked at. */
 #define EGRESS_HOST_MAX 253
 /* Patterns taken from one policy; more is a broken policy, refused whole. */
 #define EGRESS_PATTERNS_MAX 1024
-/* The policy file the broker reads, at most this big. */
-#define EGRESS_POLICY_SIZE_MAX (1024 * 1024)
 /* The host the GitHub API broker owns when the policy declares github:*. */
 #define EGRESS_DEDICATED_HOST "api.github.com"
 
@@ -56,14 +55,15 @@ int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret);
 /*
  * egress_rules_from_policy() - the rules of a compiled capability policy (SPEC 4.2):
  * every "network:host:<scope>" and "browser:navigate:<scope>" in declaredCapabilities,
- * and whether any "github:" capability is there. Returns 0, -EINVAL for a document that is
- * not a policy (no declaredCapabilities array of strings, too many patterns), or -ENOMEM.
+ * and whether any "github:" capability is there. Returns 0, -EINVAL for too many
+ * patterns, or -ENOMEM.
  */
-int egress_rules_from_policy(const json_t *policy, EgressRules *ret);
+int egress_rules_from_policy(const CapabilityPolicy *policy, EgressRules *ret);
 
-/* Read and parse the policy file at @path (at most EGRESS_POLICY_SIZE_MAX, no duplicate
- * keys). Returns 0 or -errno; on failure *@ret is empty (deny everything). */
-int egress_rules_load(const char *path, EgressRules *ret);
+/* Read the policy file at @path with the one policy reader (capability_policy_decode(),
+ * which refuses a whole file it does not accept; *@reterr says why, malloc()ed). Returns 0
+ * or -errno; on failure *@ret is empty (deny everything). */
+int egress_rules_load(const char *path, EgressRules *ret, char **reterr);
 
 /* Is @host (lowercase) on @port covered by a pattern? */
 bool egress_rules_allow(const EgressRules *r, const char *host, unsigned port);

@@ -139,7 +139,11 @@ class Broker:
         self.policy = os.path.join(tmp, "policy.json")
         if policy:
             with open(self.policy, "w") as f:
-                json.dump({"appName": "net", "declaredCapabilities": caps, "writePaths": []}, f)
+                # The policy file as agent-init reads it (schema 2; every key present).
+                json.dump({"schema": 2, "appName": "net", "declaredCapabilities": caps,
+                           "writePaths": [], "readPaths": ["/usr"], "networkPorts": [],
+                           "bindPorts": [], "networkUnrestricted": False, "meshPeers": [],
+                           "cgroupLimits": {}}, f)
         env = {"PATH": "/usr/bin:/bin", "BERTH_EGRESS_POLICY": self.policy,
                "BERTH_EGRESS_DIALER_SOCKET": os.path.join(tmp, "dial.sock"),
                "BERTH_EGRESS_BROKER_PORT": "0"}

@@ -7,19 +7,26 @@
 #include <string.h>
 
 #include "http-head.h"
+#include "policy.h"
 #include "macros.h"
 #include "rules.h"
 #include "tests.h"
 
+/* The rules of a policy declaring the capabilities in the JSON array @caps_json. */
 static EgressRules rules_of(const char *caps_json)
 {
-	json_t *policy = json_pack("{s:s, s:o}", "appName", "x", "declaredCapabilities",
-				   json_loads(caps_json, 0, NULL));
+	json_t *caps = json_loads(caps_json, 0, NULL), *v;
+	CapabilityPolicy p = {};
 	EgressRules r = {};
+	size_t i;
 
-	if (egress_rules_from_policy(policy, &r) < 0)
+	json_array_foreach(caps, i, v)
+		ASSERT_OK(policy_strings_add(&p.declared, json_string_value(v),
+					     json_string_length(v)));
+	if (egress_rules_from_policy(&p, &r) < 0)
 		TEST_FAIL("egress_rules_from_policy(%s) failed", caps_json);
-	json_decref(policy);
+	policy_strings_done(&p.declared);
+	json_decref(caps);
 	return r;
 }
 
@@ -95,40 +102,58 @@ TEST(rules_follow_the_acceptance_cases)
 	egress_rules_done(&r);
 }
 
-TEST(rules_refuse_a_document_that_is_not_a_policy)
-{
-	EgressRules r = {};
-	json_t *p = json_pack("{s:[i]}", "declaredCapabilities", 5);
-
-	ASSERT_ERROR(egress_rules_from_policy(p, &r), EINVAL);
-	json_decref(p);
-	p = json_object();
-	ASSERT_ERROR(egress_rules_from_policy(p, &r), EINVAL);
-	json_decref(p);
-	ASSERT_TRUE(egress_rules_load("/nonexistent/policy.json", &r) < 0);
-	ASSERT_EQ(r.n_patterns, 0);
-}
-
-TEST(rules_load_from_a_file)
+/* Write @doc to a temporary file and load the rules from it. */
+static int load_doc(const char *doc, EgressRules *r, char **err)
 {
 	char path[] = "/tmp/test-egress-policy.XXXXXX";
-	int fd = mkstemp(path);
-	const char *doc = "{\"appName\":\"a\",\"declaredCapabilities\":[\"network:host:a.test\"]}";
-	EgressRules r = {};
+	int fd = mkstemp(path), k;
 
 	ASSERT_TRUE(fd >= 0);
 	ASSERT_EQ(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
 	close(fd);
-	ASSERT_OK(egress_rules_load(path, &r));
+	k = egress_rules_load(path, r, err);
+	unlink(path);
+	return k;
+}
+
+TEST(rules_refuse_a_document_that_is_not_a_policy)
+{
+	EgressRules r = {};
+	char *err = NULL;
+
+	ASSERT_TRUE(egress_rules_load("/nonexistent/policy.json", &r, &err) < 0);
+	ASSERT_EQ(r.n_patterns, 0);
+	/* Not the policy file's shape: the one reader refuses it whole, with a reason. */
+	ASSERT_TRUE(load_doc("{\"declaredCapabilities\":[5]}", &r, &err) < 0);
+	ASSERT_TRUE(err != NULL);
+	ASSERT_EQ(r.n_patterns, 0);
+	free(err);
+	err = NULL;
+	ASSERT_TRUE(load_doc("{}", &r, &err) < 0);
+	free(err);
+}
+
+/* A policy file as the one writer makes it (capability_policy_encode()). */
+TEST(rules_load_from_a_file)
+{
+	_cleanup_(capability_policy_freep) CapabilityPolicy *p = NULL;
+	_cleanup_free_ char *text = NULL, *dup = NULL, *err = NULL;
+	json_t *caps = json_pack("[s, s]", "network:host:a.test", "filesystem:write:/tmp/x");
+	PolicyInput in = {.app_name = "egress", .cwd = "/app/egress", .capabilities = caps};
+	EgressRules r = {};
+	size_t len;
+
+	ASSERT_OK(capability_policy_compile(&in, NULL, NULL, &p));
+	json_decref(caps);
+	ASSERT_OK(capability_policy_encode(p, &text, &len));
+	ASSERT_OK(load_doc(text, &r, &err));
 	ASSERT_TRUE(egress_rules_allow(&r, "a.test", 443));
+	ASSERT_FALSE(egress_rules_allow(&r, "b.test", 443));
 	egress_rules_done(&r);
 	/* Duplicate keys are refused. */
-	fd = open(path, O_WRONLY | O_TRUNC);
-	doc = "{\"declaredCapabilities\":[],\"declaredCapabilities\":[\"network:host:*\"]}";
-	ASSERT_EQ(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
-	close(fd);
-	ASSERT_TRUE(egress_rules_load(path, &r) < 0);
-	unlink(path);
+	ASSERT_TRUE(asprintf(&dup, "{\"schema\":2,%s", text + 1) > 0);
+	ASSERT_TRUE(load_doc(dup, &r, &err) < 0);
+	ASSERT_EQ(r.n_patterns, 0);
 }
 
 static EgressHostKind classify(const char *host, char *out)

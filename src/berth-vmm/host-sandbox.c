@@ -29,6 +29,7 @@
 #include "engine.h"
 #include "fileio.h"
 #include "host-sandbox.h"
+#include "landlock-abi.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-landlock.h"
@@ -37,20 +38,18 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-#define LANDLOCK_ABI_FULL 6 /* every right and scope used here */
-
 #define FS_READ LANDLOCK_ACCESS_FS_READ_FILE
 #define FS_WRITE LANDLOCK_ACCESS_FS_WRITE_FILE
 #define FS_EXEC LANDLOCK_ACCESS_FS_EXECUTE
-/* ABI 1 is bits 0 (execute) to 12 (make symlink); newer rights are single bits above. */
-#define FS_ABI1 ((LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1)
-#define FS_ALL                                                              \
-	(FS_ABI1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE | \
+/* Every file right up to ABI 5, cut down to the running kernel's (landlock_abi_restrict()). */
+#define FS_ALL                                                                       \
+	(LANDLOCK_ABI1_FS | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE | \
 	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
 /* The only rights a rule on a file, rather than a directory, may carry. */
 #define FS_FILE_RIGHTS \
 	(FS_EXEC | FS_WRITE | FS_READ | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 #define NET_ALL (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
+#define SCOPE_ALL (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
 
 /* berth-vmm in its run dir: vm.json (written atomically: create, truncate, rename), the
  * sockets it listens on, the packed shares, and removing all of it after a clean stop. */
@@ -173,51 +172,6 @@ HostConfinement *host_confinement_free(HostConfinement *c)
 	return NULL;
 }
 
-/* The rights this kernel can enforce, newest first, each older ABI stripping its own. */
-static void handled_for_abi(int abi, struct landlock_ruleset_attr_v6 *attr)
-{
-	switch (MIN(abi, LANDLOCK_ABI_FULL)) {
-	case 1:
-		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_REFER;
-		/* fallthrough */
-	case 2:
-		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_TRUNCATE;
-		/* fallthrough */
-	case 3:
-		attr->handled_access_net = 0;
-		/* fallthrough */
-	case 4:
-		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_IOCTL_DEV;
-		/* fallthrough */
-	case 5:
-		attr->scoped = 0;
-		break;
-	default:
-		break;
-	}
-}
-
-/* What a kernel of @abi cannot do that berth-vmm would use, "" when nothing. */
-static void abi_missing(int abi, char *buf, size_t size)
-{
-	static const struct {
-		int abi;
-		const char *what;
-	} rights[] = {
-		{3, "truncate rules"},
-		{4, "TCP rules"},
-		{5, "device ioctl rules"},
-		{6, "abstract unix socket and signal scoping"},
-	};
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < ELEMENTSOF(rights) && n < size; i++)
-		if (abi < rights[i].abi)
-			n += (size_t)snprintf(buf + n, size - n, "%s%s (ABI %d)", n ? ", " : "",
-					      rights[i].what, rights[i].abi);
-}
-
 static int confinement_new(const char *who, int abi, uint64_t scoped, uint64_t handled_net,
 			   HostConfinement **ret)
 {
@@ -228,7 +182,7 @@ static int confinement_new(const char *who, int abi, uint64_t scoped, uint64_t h
 	};
 	HostConfinement *c;
 
-	handled_for_abi(abi, &attr);
+	landlock_abi_restrict(&attr, abi);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return log_error_errno(-ENOMEM, "out of memory");
@@ -575,9 +529,7 @@ int host_sandbox_prepare_qemu(const HostSandbox *hs, const VmConfig *cfg, HostCo
 		*ret = NULL;
 		return 0;
 	}
-	r = confinement_new("QEMU", hs->abi,
-			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL, NET_ALL,
-			    &c);
+	r = confinement_new("QEMU", hs->abi, SCOPE_ALL, NET_ALL, &c);
 	if (r >= 0)
 		r = allow_qemu_program(c,
 				       cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
@@ -730,8 +682,10 @@ int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *co
 			    const HostEgress *egress)
 {
 	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
+	/* Everything either domain handles, to say what this kernel lacks of it. */
+	const struct landlock_ruleset_attr_v6 used = {FS_ALL, NET_ALL, SCOPE_ALL};
 	const char *probe = getenv("BERTH_VMM_TEST_EXEC_PROBE");
-	char missing[160];
+	char missing[320];
 	int r;
 
 	if (!hs->enabled) {
@@ -745,7 +699,7 @@ int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *co
 	host_confinement_enter(c);
 	hs->applied = true;
 	hs->reason[0] = '\0';
-	abi_missing(hs->abi, missing, sizeof(missing));
+	landlock_abi_missing(hs->abi, &used, missing, sizeof(missing));
 	log_info("host sandbox: landlock+seccomp applied to berth-vmm and QEMU (Landlock ABI %d)",
 		 hs->abi);
 	if (missing[0])

@@ -8,21 +8,17 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
-#include <sched.h>
 #include <seccomp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,10 +29,7 @@
 #include "log.h"
 #include "macros.h"
 #include "missing-landlock.h"
-
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
+#include "seccomp-filter.h"
 
 #define FS_READ LANDLOCK_ACCESS_FS_READ_FILE
 #define FS_WRITE LANDLOCK_ACCESS_FS_WRITE_FILE
@@ -67,8 +60,7 @@ struct HostConfinement {
 	int ruleset_fd;
 	uint64_t handled_fs;
 	uint64_t handled_net;
-	struct sock_filter *insns;
-	unsigned short len;
+	SeccompProgram filter;
 	unsigned int seccomp_flags;
 };
 
@@ -105,61 +97,56 @@ static const PathRule resolver_paths[] = {
 	{"/etc/gai.conf", FS_READ, true},
 };
 
-/* Namespace flags refused on clone(2); unshare(2) and setns(2) are refused outright. */
-static const unsigned long clone_ns_flags[] = {
-	CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
-	CLONE_NEWIPC,  CLONE_NEWPID, CLONE_NEWNET,
-};
+/* clang-format off */
+#define REFUSE(n) {n, SECCOMP_VERDICT_REFUSE}
+#define NOSYS(n) {n, SECCOMP_VERDICT_NOSYS}
+/* clang-format on */
 
-typedef struct DeniedSyscall {
-	const char *name;
-	int error;
-} DeniedSyscall;
-
-static const DeniedSyscall denied_syscalls[] = {
+/* Both filters; clone(2) with a namespace flag is refused too (seccomp-filter.h). */
+static const SeccompSyscall denied_syscalls[] = {
 	/* Debugging or reading another process. */
-	{"ptrace", EPERM},
-	{"process_vm_readv", EPERM},
-	{"process_vm_writev", EPERM},
+	REFUSE("ptrace"),
+	REFUSE("process_vm_readv"),
+	REFUSE("process_vm_writev"),
 	/* Mounts, old and new API. */
-	{"mount", EPERM},
-	{"umount2", EPERM},
-	{"pivot_root", EPERM},
-	{"move_mount", EPERM},
-	{"open_tree", EPERM},
-	{"fsopen", EPERM},
-	{"fsconfig", EPERM},
-	{"fsmount", EPERM},
-	{"fspick", EPERM},
-	{"mount_setattr", EPERM},
+	REFUSE("mount"),
+	REFUSE("umount2"),
+	REFUSE("pivot_root"),
+	REFUSE("move_mount"),
+	REFUSE("open_tree"),
+	REFUSE("fsopen"),
+	REFUSE("fsconfig"),
+	REFUSE("fsmount"),
+	REFUSE("fspick"),
+	REFUSE("mount_setattr"),
 	/* Namespaces. */
-	{"unshare", EPERM},
-	{"setns", EPERM},
+	REFUSE("unshare"),
+	REFUSE("setns"),
 	/* clone3 hides its flags behind a pointer a filter cannot read: it "does not exist",
 	 * and libc falls back to clone(), whose flags are checked. */
-	{"clone3", ENOSYS},
+	NOSYS("clone3"),
 	/* Kernel code and kernel-held secrets. */
-	{"init_module", EPERM},
-	{"finit_module", EPERM},
-	{"delete_module", EPERM},
-	{"kexec_load", EPERM},
-	{"kexec_file_load", EPERM},
-	{"bpf", EPERM},
-	{"perf_event_open", EPERM},
-	{"keyctl", EPERM},
-	{"add_key", EPERM},
-	{"request_key", EPERM},
+	REFUSE("init_module"),
+	REFUSE("finit_module"),
+	REFUSE("delete_module"),
+	REFUSE("kexec_load"),
+	REFUSE("kexec_file_load"),
+	REFUSE("bpf"),
+	REFUSE("perf_event_open"),
+	REFUSE("keyctl"),
+	REFUSE("add_key"),
+	REFUSE("request_key"),
 	/* io_uring runs file and socket operations that the filter never sees. */
-	{"io_uring_setup", EPERM},
-	{"io_uring_enter", EPERM},
-	{"io_uring_register", EPERM},
+	REFUSE("io_uring_setup"),
+	REFUSE("io_uring_enter"),
+	REFUSE("io_uring_register"),
 };
 
 /* Only berth-vmm's filter has these: QEMU's is loaded before its own exec (and QEMU's
  * -sandbox refuses exec once it runs). */
-static const DeniedSyscall denied_exec[] = {
-	{"execve", EPERM},
-	{"execveat", EPERM},
+static const SeccompSyscall denied_exec[] = {
+	REFUSE("execve"),
+	REFUSE("execveat"),
 };
 
 HostConfinement *host_confinement_free(HostConfinement *c)
@@ -167,7 +154,7 @@ HostConfinement *host_confinement_free(HostConfinement *c)
 	if (!c)
 		return NULL;
 	safe_close(c->ruleset_fd);
-	free(c->insns);
+	seccomp_program_done(&c->filter);
 	free(c);
 	return NULL;
 }
@@ -387,57 +374,12 @@ static int allow_vm_files(HostConfinement *c, const VmConfig *cfg)
 	return r;
 }
 
-static void seccomp_ctx_releasep(scmp_filter_ctx *ctx)
-{
-	if (*ctx)
-		seccomp_release(*ctx);
-}
-
-static int filter_add_denied(scmp_filter_ctx ctx, const DeniedSyscall *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int nr = seccomp_syscall_resolve_name(list[i].name), r;
-
-		if (nr == __NR_SCMP_ERROR)
-			return -ENOSYS;
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(list[i].error), nr, 0);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* libseccomp writes BPF to an fd; a memfd brings it back into memory, so that loading it
- * later allocates nothing. */
-static int filter_export(scmp_filter_ctx ctx, HostConfinement *c)
-{
-	_cleanup_close_ int fd = memfd_create("berth-vmm-seccomp", MFD_CLOEXEC);
-	off_t size;
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = seccomp_export_bpf(ctx, fd);
-	if (r < 0)
-		return r;
-	size = lseek(fd, 0, SEEK_END);
-	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
-	    size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
-		return -EINVAL;
-	c->insns = malloc((size_t)size);
-	if (!c->insns)
-		return -ENOMEM;
-	if (pread(fd, c->insns, (size_t)size, 0) != size)
-		return -EIO;
-	c->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
-	return 0;
-}
-
 /*
  * socket(2) by address family: AF_UNIX always; with the egress dialer also AF_INET and
  * AF_INET6 (stream and datagram only: TCP, and UDP for DNS) and AF_NETLINK (NETLINK_ROUTE
  * only, which getaddrinfo() uses to learn the local addresses). Landlock has no rule for
  * UDP or raw sockets, so without a dialer this is what keeps berth-vmm off the network.
+ * Each rule reads an argument's low 32 bits only, as the kernel does (seccomp-filter.h).
  */
 static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
 {
@@ -445,6 +387,7 @@ static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
 	int r = 0;
 
 	for (int f = 0; f < AF_MAX && r >= 0; f++) {
+		const struct scmp_arg_cmp family = seccomp_arg_eq(0, (uint32_t)f);
 		bool inet = f == AF_INET || f == AF_INET6;
 
 		if (f == AF_UNIX)
@@ -453,21 +396,18 @@ static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
 			/* SOCK_STREAM (1) and SOCK_DGRAM (2); the flags above bit 3 are free. */
 			for (unsigned t = 0; t < 16 && r >= 0; t++)
 				if (t != SOCK_STREAM && t != SOCK_DGRAM)
-					r = seccomp_rule_add(
-						ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
-						SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f),
-						SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, t));
+					r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+							     SCMP_SYS(socket), 2, family,
+							     seccomp_arg_masked_eq(1, 0xf, t));
 		} else if (egress && f == AF_NETLINK)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
-					     SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f),
-					     SCMP_A2_32(SCMP_CMP_NE, NETLINK_ROUTE));
+			r = seccomp_filter_add_unless(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket),
+						      2, NETLINK_ROUTE, 1, &family);
 		else
-			r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1,
-					     SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f));
+			r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1, family);
 	}
 	if (r >= 0)
-		r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1,
-				     SCMP_A0_32(SCMP_CMP_GE, AF_MAX));
+		r = seccomp_filter_add_range(ctx, refused, SCMP_SYS(socket), 0, AF_MAX, UINT32_MAX,
+					     0, NULL);
 	return r;
 }
 
@@ -475,25 +415,20 @@ static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
  * *@sockets telling whether the egress dialer runs. */
 static int filter_build(HostConfinement *c, bool deny_exec, const bool *sockets)
 {
-	_cleanup_(seccomp_ctx_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	_cleanup_(seccomp_filter_freep) scmp_filter_ctx ctx = seccomp_filter_new(SCMP_ACT_ALLOW);
 	int r;
 
 	if (!ctx)
 		return log_error_errno(-ENOMEM, "out of memory");
-	/* A 32-bit or x32 system call would slip past rules written for the native table. */
-	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags) && r >= 0; i++)
-		r = seccomp_rule_add(
-			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-			SCMP_A0_32(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]));
+	r = seccomp_filter_refuse_clone_namespaces(ctx);
 	if (r >= 0)
-		r = filter_add_denied(ctx, denied_syscalls, ELEMENTSOF(denied_syscalls));
+		r = seccomp_filter_add_table(ctx, denied_syscalls, ELEMENTSOF(denied_syscalls));
 	if (r >= 0 && deny_exec)
-		r = filter_add_denied(ctx, denied_exec, ELEMENTSOF(denied_exec));
+		r = seccomp_filter_add_table(ctx, denied_exec, ELEMENTSOF(denied_exec));
 	if (r >= 0 && sockets)
 		r = filter_add_sockets(ctx, *sockets);
 	if (r >= 0)
-		r = filter_export(ctx, c);
+		r = seccomp_filter_export(ctx, &c->filter);
 	if (r < 0)
 		return log_error_errno(r, "cannot build the seccomp filter for %s: %m", c->who);
 	return 0;
@@ -623,21 +558,22 @@ static _noreturn_ void enter_failed(const HostConfinement *c, const char *step)
 
 void host_confinement_enter(HostConfinement *c)
 {
-	struct sock_fprog prog;
+	int r;
 
 	if (!c)
 		return;
-	prog = (struct sock_fprog){.len = c->len, .filter = c->insns};
 	/* Landlock and an unprivileged seccomp filter both need no_new_privs; it also keeps
 	 * a setuid program from gaining what the domain took away. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		enter_failed(c, "setting no_new_privs");
 	if (missing_landlock_restrict_self(c->ruleset_fd, 0) < 0)
 		enter_failed(c, "entering the Landlock domain");
-	/* Last, so that nothing above can be refused by it. With TSYNC a positive return is
-	 * a thread that could not be synchronised. */
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, c->seccomp_flags, &prog) != 0)
+	/* Last, so that nothing above can be refused by it. */
+	r = seccomp_program_load(&c->filter, c->seccomp_flags);
+	if (r < 0) {
+		errno = -r;
 		enter_failed(c, "loading the seccomp filter");
+	}
 	c->ruleset_fd = safe_close(c->ruleset_fd);
 }
 

@@ -149,6 +149,19 @@ static const SeccompSyscall denied_exec[] = {
 	REFUSE("execveat"),
 };
 
+/*
+ * Only QEMU's. Every socket a VM's QEMU has is a server it makes itself: the channel
+ * chardevs are "socket,server=on" unix sockets in the run dir, which berth-vmm connects to
+ * (engine-qemu.c); the console is a file or a pipe, the disks are descriptors, and there is
+ * no monitor, no network device and no vhost-user. A client socket could reach any named
+ * unix socket on the host (an ssh agent, D-Bus, a container runtime), which Landlock before
+ * ABI 9 (LANDLOCK_ACCESS_FS_RESOLVE_UNIX, Linux 7.1) cannot tell apart; QEMU never needs
+ * one, so connect(2) is refused whatever the address.
+ */
+static const SeccompSyscall denied_qemu[] = {
+	REFUSE("connect"),
+};
+
 HostConfinement *host_confinement_free(HostConfinement *c)
 {
 	if (!c)
@@ -375,13 +388,15 @@ static int allow_vm_files(HostConfinement *c, const VmConfig *cfg)
 }
 
 /*
- * socket(2) by address family: AF_UNIX always; with the egress dialer also AF_INET and
+ * berth-vmm's socket(2) by address family: AF_UNIX always; with the egress dialer also AF_INET and
  * AF_INET6 (stream and datagram only: TCP, and UDP for DNS) and AF_NETLINK (NETLINK_ROUTE
  * only, which getaddrinfo() uses to learn the local addresses). Landlock has no rule for
  * UDP or raw sockets, so without a dialer this is what keeps berth-vmm off the network.
  * Each rule reads an argument's low 32 bits only, as the kernel does (seccomp-filter.h).
+ * connect(2) stays open: berth-vmm connects to QEMU's channel socket in the run dir (or
+ * to --channel-connect's, in tests), and the dialer to TCP ports Landlock checks.
  */
-static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
+static int filter_add_vmm_sockets(scmp_filter_ctx ctx, bool egress)
 {
 	const uint32_t refused = SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	int r = 0;
@@ -411,9 +426,37 @@ static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
 	return r;
 }
 
-/* @sockets: NULL leaves socket(2) alone (QEMU); else restrict it (berth-vmm), with
- * *@sockets telling whether the egress dialer runs. */
-static int filter_build(HostConfinement *c, bool deny_exec, const bool *sockets)
+/*
+ * socket(2) and socketpair(2) for QEMU: AF_UNIX of type SOCK_STREAM or SOCK_SEQPACKET only,
+ * EPERM for the rest. QEMU's chardev sockets are unix stream sockets; nothing else in its
+ * run makes a socket (not the accelerator probe's boots either, which have no channel).
+ * Landlock refuses QEMU every TCP port, but it has no rule for UDP, raw or packet sockets,
+ * or any other family. A unix datagram socket (SOCK_DGRAM, or SOCK_RAW, which the kernel
+ * makes one) is refused too: with connect(2) refused, a datagram sent to an address is the
+ * one way left to a named socket outside the run dir (/dev/log, journald's socket). A
+ * stream or seqpacket socket never sends to an address.
+ */
+static int filter_add_qemu_sockets(scmp_filter_ctx ctx)
+{
+	static const int calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
+	const struct scmp_arg_cmp unix_family = seccomp_arg_eq(0, AF_UNIX);
+	const uint32_t refused = SCMP_ACT_ERRNO(EPERM);
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(calls) && r >= 0; i++) {
+		r = seccomp_filter_add_unless(ctx, refused, calls[i], 0, AF_UNIX, 0, NULL);
+		/* The type is the low 4 bits; SOCK_CLOEXEC and SOCK_NONBLOCK are above. */
+		for (unsigned t = 0; t < 16 && r >= 0; t++)
+			if (t != SOCK_STREAM && t != SOCK_SEQPACKET)
+				r = seccomp_rule_add(ctx, refused, calls[i], 2, unix_family,
+						     seccomp_arg_masked_eq(1, 0xf, t));
+	}
+	return r;
+}
+
+/* @qemu: QEMU's filter, else berth-vmm's own, @egress telling whether its egress dialer
+ * runs. */
+static int filter_build(HostConfinement *c, bool qemu, bool egress)
 {
 	_cleanup_(seccomp_filter_freep) scmp_filter_ctx ctx = seccomp_filter_new(SCMP_ACT_ALLOW);
 	int r;
@@ -423,10 +466,14 @@ static int filter_build(HostConfinement *c, bool deny_exec, const bool *sockets)
 	r = seccomp_filter_refuse_clone_namespaces(ctx);
 	if (r >= 0)
 		r = seccomp_filter_add_table(ctx, denied_syscalls, ELEMENTSOF(denied_syscalls));
-	if (r >= 0 && deny_exec)
+	if (r >= 0 && qemu)
+		r = seccomp_filter_add_table(ctx, denied_qemu, ELEMENTSOF(denied_qemu));
+	if (r >= 0 && qemu)
+		r = filter_add_qemu_sockets(ctx);
+	if (r >= 0 && !qemu)
 		r = seccomp_filter_add_table(ctx, denied_exec, ELEMENTSOF(denied_exec));
-	if (r >= 0 && sockets)
-		r = filter_add_sockets(ctx, *sockets);
+	if (r >= 0 && !qemu)
+		r = filter_add_vmm_sockets(ctx, egress);
 	if (r >= 0)
 		r = seccomp_filter_export(ctx, &c->filter);
 	if (r < 0)
@@ -473,7 +520,7 @@ int host_sandbox_prepare_qemu(const HostSandbox *hs, const VmConfig *cfg, HostCo
 	if (r >= 0)
 		r = allow_vm_files(c, cfg);
 	if (r >= 0)
-		r = filter_build(c, false, NULL);
+		r = filter_build(c, true, false);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(c);
@@ -499,7 +546,6 @@ int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
 {
 	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
 	_cleanup_free_ char *parent = NULL;
-	bool sockets = egress != NULL;
 	int r, n;
 
 	if (!hs || !hs->enabled) {
@@ -540,7 +586,7 @@ int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
 			r = allow_table(c, resolver_paths, ELEMENTSOF(resolver_paths));
 	}
 	if (r >= 0)
-		r = filter_build(c, true, &sockets);
+		r = filter_build(c, false, egress != NULL);
 	if (r < 0)
 		return r;
 	c->seccomp_flags = SECCOMP_FILTER_FLAG_TSYNC;

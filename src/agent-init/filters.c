@@ -24,23 +24,15 @@
  */
 #include <errno.h>
 #include <linux/netlink.h>
-#include <linux/seccomp.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <seccomp.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "filters.h"
 #include "macros.h"
+#include "seccomp-filter.h"
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
@@ -49,7 +41,6 @@
 #endif
 #define IPPROTO_SCTP_NUMBER 132
 #define SOCK_TYPE_MASK 0xf
-#define LOW32 0xffffffffU
 #define PER_LINUX_NUMBER 0x0000
 #define PERSONALITY_QUERY 0xffffffffU
 /* Netlink protocols are below 32 (MAX_LINKS); a higher one is EPROTONOSUPPORT anyway. */
@@ -57,10 +48,9 @@
 /* The families this glibc knows; a higher one falls to the default (ENOSYS). */
 #define FAMILIES_KNOWN AF_MAX
 
-/* The low 32 bits of argument @a equal @v. */
-#define ARG_IS(a, v) SCMP_CMP32((a), SCMP_CMP_MASKED_EQ, LOW32, (uint32_t)(v))
-/* The bits @m of argument @a's low 32 bits equal @v. */
-#define ARG_MASKED(a, m, v) SCMP_CMP32((a), SCMP_CMP_MASKED_EQ, (uint32_t)(m), (uint32_t)(v))
+/* Only the low 32 bits of an int argument, which is all the kernel reads (seccomp-filter.h). */
+#define ARG_IS(a, v) seccomp_arg_eq((a), (uint32_t)(v))
+#define ARG_MASKED(a, m, v) seccomp_arg_masked_eq((a), (uint32_t)(m), (uint32_t)(v))
 
 /* clang-format off */
 #define ALLOW(n) {n, SECCOMP_VERDICT_ALLOW}
@@ -374,102 +364,20 @@ static const SeccompSyscall syscall_table[] = {
 	NOSYS("io_uring_register"),
 };
 
-/* Namespace flags refused on clone (SPEC 4.5.4). Every other flag combination passes:
- * threads, fork, vfork-style posix_spawn. */
-static const uint32_t clone_ns_flags[] = {
-	CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
-	CLONE_NEWIPC,  CLONE_NEWPID, CLONE_NEWNET,
-};
-
 const SeccompSyscall *filters_syscall_table(size_t *ret_n)
 {
 	*ret_n = ELEMENTSOF(syscall_table);
 	return syscall_table;
 }
 
-static void ctx_releasep(scmp_filter_ctx *ctx)
-{
-	if (*ctx)
-		seccomp_release(*ctx);
-}
-
-static scmp_filter_ctx ctx_new(uint32_t default_action)
-{
-	scmp_filter_ctx ctx = seccomp_init(default_action);
-
-	/* A 32-bit (int 0x80) or x32 system call would slip past rules written for the native
-	 * table; libseccomp treats x32 numbers on the native arch as another arch too. */
-	if (ctx && seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0) {
-		seccomp_release(ctx);
-		return NULL;
-	}
-	return ctx;
-}
-
-static int add_table(scmp_filter_ctx ctx)
-{
-	static const uint32_t actions[_SECCOMP_VERDICT_MAX] = {
-		[SECCOMP_VERDICT_ALLOW] = SCMP_ACT_ALLOW,
-		[SECCOMP_VERDICT_REFUSE] = SCMP_ACT_ERRNO(EPERM),
-		[SECCOMP_VERDICT_NOSYS] = SCMP_ACT_ERRNO(ENOSYS),
-	};
-
-	for (size_t i = 0; i < ELEMENTSOF(syscall_table); i++) {
-		const SeccompSyscall *s = &syscall_table[i];
-		int nr = seccomp_syscall_resolve_name(s->name), r;
-
-		/* A call this libseccomp cannot name stays refused (the default), which is the
-		 * safe side; test-agent-filters checks that every entry resolves here. The
-		 * NOSYS entries are the default's answer already (libseccomp refuses a rule
-		 * that repeats it): they are in the table to say so on purpose. */
-		if (nr == __NR_SCMP_ERROR || s->verdict == SECCOMP_VERDICT_ARGS ||
-		    s->verdict == SECCOMP_VERDICT_NOSYS)
-			continue;
-		r = seccomp_rule_add(ctx, actions[s->verdict], nr, 0);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
+/* Namespace flags refused on clone (SPEC 4.5.4). Every other flag combination passes:
+ * threads, fork, vfork-style posix_spawn. */
 static int add_clone_rules(scmp_filter_ctx ctx)
 {
-	uint32_t all = 0;
-	int r = 0;
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+				 ARG_MASKED(0, SECCOMP_CLONE_NAMESPACES, 0));
 
-	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags); i++)
-		all |= clone_ns_flags[i];
-	/* Legacy clone() reads only the low 32 bits of its flags. */
-	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, ARG_MASKED(0, all, 0));
-	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags) && r >= 0; i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				     ARG_MASKED(0, clone_ns_flags[i], clone_ns_flags[i]));
-	return r;
-}
-
-/*
- * @value's low 32 bits in [@lo, @hi], as aligned blocks of MASKED_EQ rules (a range is not
- * one comparison, and a rule may compare an argument only once).
- */
-static int add_range_rules(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned arg, uint32_t lo,
-			   uint32_t hi, unsigned n_more, const struct scmp_arg_cmp *more)
-{
-	uint64_t v = lo, end = (uint64_t)hi + 1;
-	int r = 0;
-
-	while (v < end && r >= 0) {
-		uint64_t size = v == 0 ? (1ULL << 32) : (v & -v);
-		struct scmp_arg_cmp cmp[4];
-
-		while (v + size > end)
-			size >>= 1;
-		cmp[0] = ARG_MASKED(arg, (uint32_t) ~(size - 1), (uint32_t)v);
-		for (unsigned i = 0; i < n_more && i < ELEMENTSOF(cmp) - 1; i++)
-			cmp[i + 1] = more[i];
-		r = seccomp_rule_add_array(ctx, action, nr, 1 + MIN(n_more, 3U), cmp);
-		v += size;
-	}
-	return r;
+	return r < 0 ? r : seccomp_filter_refuse_clone_namespaces(ctx);
 }
 
 /*
@@ -486,8 +394,8 @@ static int add_personality_rules(scmp_filter_ctx ctx)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
 				     ARG_IS(0, PERSONALITY_QUERY));
 	if (r >= 0)
-		r = add_range_rules(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 0,
-				    PER_LINUX_NUMBER + 1, PERSONALITY_QUERY - 1, 0, NULL);
+		r = seccomp_filter_add_range(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 0,
+					     PER_LINUX_NUMBER + 1, PERSONALITY_QUERY - 1, 0, NULL);
 	return r;
 }
 
@@ -551,8 +459,8 @@ static int add_socket_rules(scmp_filter_ctx ctx, bool restrict_protocols)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, netlink,
 				     ARG_IS(2, NETLINK_ROUTE));
 	if (r >= 0)
-		r = add_range_rules(ctx, refused, SCMP_SYS(socket), 2, NETLINK_ROUTE + 1,
-				    NETLINK_PROTOCOLS - 1, 1, &netlink);
+		r = seccomp_filter_add_range(ctx, refused, SCMP_SYS(socket), 2, NETLINK_ROUTE + 1,
+					     NETLINK_PROTOCOLS - 1, 1, &netlink);
 	for (int f = 0; f < FAMILIES_KNOWN && r >= 0; f++)
 		if (f != AF_UNIX && f != AF_INET && f != AF_INET6 && f != AF_NETLINK)
 			r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1, ARG_IS(0, f));
@@ -579,44 +487,17 @@ static int add_datagram_rules(scmp_filter_ctx ctx)
 	return r;
 }
 
-/* libseccomp writes BPF to an fd; a memfd brings it back into memory. */
-static int export_program(scmp_filter_ctx ctx, SeccompProgram *ret)
-{
-	_cleanup_close_ int fd = memfd_create("agent-init-seccomp", MFD_CLOEXEC);
-	_cleanup_free_ struct sock_filter *insns = NULL;
-	off_t size;
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = seccomp_export_bpf(ctx, fd);
-	if (r < 0)
-		return r;
-	size = lseek(fd, 0, SEEK_END);
-	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
-	    size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
-		return -EINVAL;
-	insns = malloc((size_t)size);
-	if (!insns)
-		return -ENOMEM;
-	if (pread(fd, insns, (size_t)size, 0) != size)
-		return -EIO;
-	ret->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
-	ret->insns = TAKE_PTR(insns);
-	return 0;
-}
-
 void filters_done(Filters *f)
 {
-	free(f->base.insns);
-	free(f->datagram.insns);
-	*f = (Filters){};
+	seccomp_program_done(&f->base);
+	seccomp_program_done(&f->datagram);
 }
 
 int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
 {
-	_cleanup_(ctx_releasep) scmp_filter_ctx base = ctx_new(SCMP_ACT_ERRNO(ENOSYS)),
-						datagram = NULL;
+	_cleanup_(seccomp_filter_freep) scmp_filter_ctx base =
+		seccomp_filter_new(SCMP_ACT_ERRNO(ENOSYS));
+	_cleanup_(seccomp_filter_freep) scmp_filter_ctx datagram = NULL;
 	Filters f = {};
 	int r;
 
@@ -626,7 +507,7 @@ int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
 	 * away, not a linear scan on every call. */
 	r = seccomp_attr_set(base, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r >= 0)
-		r = add_table(base);
+		r = seccomp_filter_add_table(base, syscall_table, ELEMENTSOF(syscall_table));
 	if (r >= 0)
 		r = add_clone_rules(base);
 	if (r >= 0)
@@ -634,12 +515,12 @@ int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
 	if (r >= 0)
 		r = add_socket_rules(base, restrict_protocols);
 	if (r >= 0)
-		r = export_program(base, &f.base);
+		r = seccomp_filter_export(base, &f.base);
 	if (r >= 0 && deny_datagrams) {
-		datagram = ctx_new(SCMP_ACT_ALLOW);
+		datagram = seccomp_filter_new(SCMP_ACT_ALLOW);
 		r = datagram ? add_datagram_rules(datagram) : -ENOMEM;
 		if (r >= 0)
-			r = export_program(datagram, &f.datagram);
+			r = seccomp_filter_export(datagram, &f.datagram);
 	}
 	if (r < 0) {
 		filters_done(&f);
@@ -647,13 +528,4 @@ int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
 	}
 	*ret = f;
 	return 0;
-}
-
-int seccomp_program_load(const SeccompProgram *p)
-{
-	struct sock_fprog prog = {.len = p->len, .filter = p->insns};
-
-	if (!p->insns)
-		return -EINVAL;
-	return RET_NERRNO((int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
 }

@@ -8,14 +8,10 @@
  * behind it: syscalls-traced.txt, made by tools/trace-app-syscalls.py.
  */
 
-#include <linux/filter.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef struct SeccompProgram {
-	struct sock_filter *insns; /* NULL: no program */
-	unsigned short len;
-} SeccompProgram;
+#include "seccomp-filter.h"
 
 typedef struct Filters {
 	/*
@@ -34,20 +30,6 @@ typedef struct Filters {
 	SeccompProgram datagram;
 } Filters;
 
-typedef enum SeccompVerdict {
-	SECCOMP_VERDICT_ALLOW,	/* whatever the arguments */
-	SECCOMP_VERDICT_ARGS,	/* only for some arguments (filters.c's argument rules) */
-	SECCOMP_VERDICT_REFUSE, /* EPERM */
-	SECCOMP_VERDICT_NOSYS,	/* ENOSYS, on purpose */
-	_SECCOMP_VERDICT_MAX,
-	_SECCOMP_VERDICT_INVALID = -22, /* -EINVAL */
-} SeccompVerdict;
-
-typedef struct SeccompSyscall {
-	const char *name; /* libseccomp's name for the x86-64 call */
-	SeccompVerdict verdict;
-} SeccompSyscall;
-
 /* The base filter's table, for tests and tools. A call it does not name gets ENOSYS. */
 const SeccompSyscall *filters_syscall_table(size_t *ret_n);
 
@@ -61,9 +43,3 @@ void filters_done(Filters *f);
  * Returns 0 or -errno. Never sets SECCOMP_FILTER_FLAG_SPEC_ALLOW.
  */
 int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret);
-
-/*
- * seccomp_program_load() - install @p on the calling thread with seccomp(2), flags 0.
- * The caller has set no_new_privs or holds CAP_SYS_ADMIN. Returns 0 or -errno.
- */
-int seccomp_program_load(const SeccompProgram *p);

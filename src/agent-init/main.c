@@ -271,10 +271,10 @@ static _noreturn_ void confine_and_exec(const Confinement *c)
 
 	/* 6. seccomp last: it only refuses calls this sequence no longer makes, and lets
 	 *    execve through. */
-	if (seccomp_program_load(&c->filters.base) < 0)
+	if (seccomp_program_load(&c->filters.base, 0) < 0)
 		die(c, STEP_SECCOMP_BASE, errno, NULL);
 	emit(c->seccomp_base_lines);
-	if (c->filters.datagram.insns && seccomp_program_load(&c->filters.datagram) < 0)
+	if (c->filters.datagram.insns && seccomp_program_load(&c->filters.datagram, 0) < 0)
 		die(c, STEP_SECCOMP_DATAGRAM, errno, NULL);
 	emit(c->seccomp_datagram_lines);
 

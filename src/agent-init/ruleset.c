@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "landlock-abi.h"
 #include "macros.h"
 #include "missing-landlock.h"
 #include "mkdir-beneath.h"
@@ -109,35 +110,11 @@ static void append_names(FILE *f, uint64_t fs, uint64_t net, bool *first)
 		}
 }
 
-/*
- * The sandboxer.c pattern: start from what the policy needs and let each case strip what
- * that ABI's kernel cannot handle, falling through to the older ones.
- */
-static void strip_to_abi(Ruleset *r)
-{
-	switch (r->abi) {
-	case 1:
-		r->handled_fs &= ~LANDLOCK_ACCESS_FS_REFER;
-		__attribute__((fallthrough));
-	case 2:
-		r->handled_fs &= ~LANDLOCK_ACCESS_FS_TRUNCATE;
-		__attribute__((fallthrough));
-	case 3:
-		r->handled_net = 0;
-		__attribute__((fallthrough));
-	case 4:
-	case 5:
-		r->scoped = 0;
-		break;
-	default:
-		break;
-	}
-}
-
 /* What the policy asks for, the ABI's share of it, and the honest status of the result. */
 static int rights_for_abi(const CapabilityPolicy *p, Ruleset *r)
 {
 	uint64_t want_fs = ACCESS_FS_WRITE_SET, want_net = 0;
+	struct landlock_ruleset_attr_v6 attr;
 	_cleanup_free_ char *buf = NULL;
 	size_t size = 0;
 	bool first = true;
@@ -147,10 +124,12 @@ static int rights_for_abi(const CapabilityPolicy *p, Ruleset *r)
 		want_fs |= ACCESS_FS_READ;
 	if (!p->network_unrestricted)
 		want_net = ACCESS_NET_TCP;
-	r->handled_fs = want_fs;
-	r->handled_net = want_net;
-	r->scoped = SCOPES;
-	strip_to_abi(r);
+	attr = (struct landlock_ruleset_attr_v6){want_fs, want_net, SCOPES};
+	/* The sandboxer.c pattern: start from what the policy needs, keep the ABI's share. */
+	landlock_abi_restrict(&attr, r->abi);
+	r->handled_fs = attr.handled_access_fs;
+	r->handled_net = attr.handled_access_net;
+	r->scoped = attr.scoped;
 	if (r->abi <= 0) {
 		r->status = RULESET_NOT_ENFORCED;
 		return 0;

@@ -8,49 +8,41 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
-#include <sched.h>
 #include <seccomp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "fileio.h"
 #include "host-sandbox.h"
+#include "landlock-abi.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-landlock.h"
-
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-
-#define LANDLOCK_ABI_FULL 6 /* every right and scope used here */
+#include "seccomp-filter.h"
 
 #define FS_READ LANDLOCK_ACCESS_FS_READ_FILE
 #define FS_WRITE LANDLOCK_ACCESS_FS_WRITE_FILE
 #define FS_EXEC LANDLOCK_ACCESS_FS_EXECUTE
-/* ABI 1 is bits 0 (execute) to 12 (make symlink); newer rights are single bits above. */
-#define FS_ABI1 ((LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1)
-#define FS_ALL                                                              \
-	(FS_ABI1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE | \
+/* Every file right up to ABI 5, cut down to the running kernel's (landlock_abi_restrict()). */
+#define FS_ALL                                                                       \
+	(LANDLOCK_ABI1_FS | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE | \
 	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
 /* The only rights a rule on a file, rather than a directory, may carry. */
 #define FS_FILE_RIGHTS \
 	(FS_EXEC | FS_WRITE | FS_READ | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 #define NET_ALL (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
+#define SCOPE_ALL (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
 
 /* berth-vmm in its run dir: vm.json (written atomically: create, truncate, rename), the
  * sockets it listens on, the packed shares, and removing all of it after a clean stop. */
@@ -68,8 +60,7 @@ struct HostConfinement {
 	int ruleset_fd;
 	uint64_t handled_fs;
 	uint64_t handled_net;
-	struct sock_filter *insns;
-	unsigned short len;
+	SeccompProgram filter;
 	unsigned int seccomp_flags;
 };
 
@@ -106,61 +97,69 @@ static const PathRule resolver_paths[] = {
 	{"/etc/gai.conf", FS_READ, true},
 };
 
-/* Namespace flags refused on clone(2); unshare(2) and setns(2) are refused outright. */
-static const unsigned long clone_ns_flags[] = {
-	CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
-	CLONE_NEWIPC,  CLONE_NEWPID, CLONE_NEWNET,
-};
+/* clang-format off */
+#define REFUSE(n) {n, SECCOMP_VERDICT_REFUSE}
+#define NOSYS(n) {n, SECCOMP_VERDICT_NOSYS}
+/* clang-format on */
 
-typedef struct DeniedSyscall {
-	const char *name;
-	int error;
-} DeniedSyscall;
-
-static const DeniedSyscall denied_syscalls[] = {
+/* Both filters; clone(2) with a namespace flag is refused too (seccomp-filter.h). */
+static const SeccompSyscall denied_syscalls[] = {
 	/* Debugging or reading another process. */
-	{"ptrace", EPERM},
-	{"process_vm_readv", EPERM},
-	{"process_vm_writev", EPERM},
+	REFUSE("ptrace"),
+	REFUSE("process_vm_readv"),
+	REFUSE("process_vm_writev"),
 	/* Mounts, old and new API. */
-	{"mount", EPERM},
-	{"umount2", EPERM},
-	{"pivot_root", EPERM},
-	{"move_mount", EPERM},
-	{"open_tree", EPERM},
-	{"fsopen", EPERM},
-	{"fsconfig", EPERM},
-	{"fsmount", EPERM},
-	{"fspick", EPERM},
-	{"mount_setattr", EPERM},
+	REFUSE("mount"),
+	REFUSE("umount2"),
+	REFUSE("pivot_root"),
+	REFUSE("move_mount"),
+	REFUSE("open_tree"),
+	REFUSE("fsopen"),
+	REFUSE("fsconfig"),
+	REFUSE("fsmount"),
+	REFUSE("fspick"),
+	REFUSE("mount_setattr"),
 	/* Namespaces. */
-	{"unshare", EPERM},
-	{"setns", EPERM},
+	REFUSE("unshare"),
+	REFUSE("setns"),
 	/* clone3 hides its flags behind a pointer a filter cannot read: it "does not exist",
 	 * and libc falls back to clone(), whose flags are checked. */
-	{"clone3", ENOSYS},
+	NOSYS("clone3"),
 	/* Kernel code and kernel-held secrets. */
-	{"init_module", EPERM},
-	{"finit_module", EPERM},
-	{"delete_module", EPERM},
-	{"kexec_load", EPERM},
-	{"kexec_file_load", EPERM},
-	{"bpf", EPERM},
-	{"perf_event_open", EPERM},
-	{"keyctl", EPERM},
-	{"add_key", EPERM},
-	{"request_key", EPERM},
+	REFUSE("init_module"),
+	REFUSE("finit_module"),
+	REFUSE("delete_module"),
+	REFUSE("kexec_load"),
+	REFUSE("kexec_file_load"),
+	REFUSE("bpf"),
+	REFUSE("perf_event_open"),
+	REFUSE("keyctl"),
+	REFUSE("add_key"),
+	REFUSE("request_key"),
 	/* io_uring runs file and socket operations that the filter never sees. */
-	{"io_uring_setup", EPERM},
-	{"io_uring_enter", EPERM},
-	{"io_uring_register", EPERM},
+	REFUSE("io_uring_setup"),
+	REFUSE("io_uring_enter"),
+	REFUSE("io_uring_register"),
 };
 
 /* Only berth-vmm's filter has these: QEMU's is loaded before its own exec (and QEMU's
  * -sandbox refuses exec once it runs). */
-static const DeniedSyscall denied_exec[] = {
-	{"execve", EPERM},
-	{"execveat", EPERM},
+static const SeccompSyscall denied_exec[] = {
+	REFUSE("execve"),
+	REFUSE("execveat"),
+};
+
+/*
+ * Only QEMU's. Every socket a VM's QEMU has is a server it makes itself: the channel
+ * chardevs are "socket,server=on" unix sockets in the run dir, which berth-vmm connects to
+ * (engine-qemu.c); the console is a file or a pipe, the disks are descriptors, and there is
+ * no monitor, no network device and no vhost-user. A client socket could reach any named
+ * unix socket on the host (an ssh agent, D-Bus, a container runtime), which Landlock before
+ * ABI 9 (LANDLOCK_ACCESS_FS_RESOLVE_UNIX, Linux 7.1) cannot tell apart; QEMU never needs
+ * one, so connect(2) is refused whatever the address.
+ */
+static const SeccompSyscall denied_qemu[] = {
+	REFUSE("connect"),
 };
 
 HostConfinement *host_confinement_free(HostConfinement *c)
@@ -168,54 +167,9 @@ HostConfinement *host_confinement_free(HostConfinement *c)
 	if (!c)
 		return NULL;
 	safe_close(c->ruleset_fd);
-	free(c->insns);
+	seccomp_program_done(&c->filter);
 	free(c);
 	return NULL;
-}
-
-/* The rights this kernel can enforce, newest first, each older ABI stripping its own. */
-static void handled_for_abi(int abi, struct landlock_ruleset_attr_v6 *attr)
-{
-	switch (MIN(abi, LANDLOCK_ABI_FULL)) {
-	case 1:
-		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_REFER;
-		/* fallthrough */
-	case 2:
-		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_TRUNCATE;
-		/* fallthrough */
-	case 3:
-		attr->handled_access_net = 0;
-		/* fallthrough */
-	case 4:
-		attr->handled_access_fs &= ~LANDLOCK_ACCESS_FS_IOCTL_DEV;
-		/* fallthrough */
-	case 5:
-		attr->scoped = 0;
-		break;
-	default:
-		break;
-	}
-}
-
-/* What a kernel of @abi cannot do that berth-vmm would use, "" when nothing. */
-static void abi_missing(int abi, char *buf, size_t size)
-{
-	static const struct {
-		int abi;
-		const char *what;
-	} rights[] = {
-		{3, "truncate rules"},
-		{4, "TCP rules"},
-		{5, "device ioctl rules"},
-		{6, "abstract unix socket and signal scoping"},
-	};
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < ELEMENTSOF(rights) && n < size; i++)
-		if (abi < rights[i].abi)
-			n += (size_t)snprintf(buf + n, size - n, "%s%s (ABI %d)", n ? ", " : "",
-					      rights[i].what, rights[i].abi);
 }
 
 static int confinement_new(const char *who, int abi, uint64_t scoped, uint64_t handled_net,
@@ -228,7 +182,7 @@ static int confinement_new(const char *who, int abi, uint64_t scoped, uint64_t h
 	};
 	HostConfinement *c;
 
-	handled_for_abi(abi, &attr);
+	landlock_abi_restrict(&attr, abi);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return log_error_errno(-ENOMEM, "out of memory");
@@ -433,64 +387,22 @@ static int allow_vm_files(HostConfinement *c, const VmConfig *cfg)
 	return r;
 }
 
-static void seccomp_ctx_releasep(scmp_filter_ctx *ctx)
-{
-	if (*ctx)
-		seccomp_release(*ctx);
-}
-
-static int filter_add_denied(scmp_filter_ctx ctx, const DeniedSyscall *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int nr = seccomp_syscall_resolve_name(list[i].name), r;
-
-		if (nr == __NR_SCMP_ERROR)
-			return -ENOSYS;
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(list[i].error), nr, 0);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* libseccomp writes BPF to an fd; a memfd brings it back into memory, so that loading it
- * later allocates nothing. */
-static int filter_export(scmp_filter_ctx ctx, HostConfinement *c)
-{
-	_cleanup_close_ int fd = memfd_create("berth-vmm-seccomp", MFD_CLOEXEC);
-	off_t size;
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = seccomp_export_bpf(ctx, fd);
-	if (r < 0)
-		return r;
-	size = lseek(fd, 0, SEEK_END);
-	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
-	    size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
-		return -EINVAL;
-	c->insns = malloc((size_t)size);
-	if (!c->insns)
-		return -ENOMEM;
-	if (pread(fd, c->insns, (size_t)size, 0) != size)
-		return -EIO;
-	c->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
-	return 0;
-}
-
 /*
- * socket(2) by address family: AF_UNIX always; with the egress dialer also AF_INET and
+ * berth-vmm's socket(2) by address family: AF_UNIX always; with the egress dialer also AF_INET and
  * AF_INET6 (stream and datagram only: TCP, and UDP for DNS) and AF_NETLINK (NETLINK_ROUTE
  * only, which getaddrinfo() uses to learn the local addresses). Landlock has no rule for
  * UDP or raw sockets, so without a dialer this is what keeps berth-vmm off the network.
+ * Each rule reads an argument's low 32 bits only, as the kernel does (seccomp-filter.h).
+ * connect(2) stays open: berth-vmm connects to QEMU's channel socket in the run dir (or
+ * to --channel-connect's, in tests), and the dialer to TCP ports Landlock checks.
  */
-static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
+static int filter_add_vmm_sockets(scmp_filter_ctx ctx, bool egress)
 {
 	const uint32_t refused = SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	int r = 0;
 
 	for (int f = 0; f < AF_MAX && r >= 0; f++) {
+		const struct scmp_arg_cmp family = seccomp_arg_eq(0, (uint32_t)f);
 		bool inet = f == AF_INET || f == AF_INET6;
 
 		if (f == AF_UNIX)
@@ -499,47 +411,71 @@ static int filter_add_sockets(scmp_filter_ctx ctx, bool egress)
 			/* SOCK_STREAM (1) and SOCK_DGRAM (2); the flags above bit 3 are free. */
 			for (unsigned t = 0; t < 16 && r >= 0; t++)
 				if (t != SOCK_STREAM && t != SOCK_DGRAM)
-					r = seccomp_rule_add(
-						ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
-						SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f),
-						SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, t));
+					r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+							     SCMP_SYS(socket), 2, family,
+							     seccomp_arg_masked_eq(1, 0xf, t));
 		} else if (egress && f == AF_NETLINK)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
-					     SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f),
-					     SCMP_A2_32(SCMP_CMP_NE, NETLINK_ROUTE));
+			r = seccomp_filter_add_unless(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket),
+						      2, NETLINK_ROUTE, 1, &family);
 		else
-			r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1,
-					     SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)f));
+			r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1, family);
 	}
 	if (r >= 0)
-		r = seccomp_rule_add(ctx, refused, SCMP_SYS(socket), 1,
-				     SCMP_A0_32(SCMP_CMP_GE, AF_MAX));
+		r = seccomp_filter_add_range(ctx, refused, SCMP_SYS(socket), 0, AF_MAX, UINT32_MAX,
+					     0, NULL);
 	return r;
 }
 
-/* @sockets: NULL leaves socket(2) alone (QEMU); else restrict it (berth-vmm), with
- * *@sockets telling whether the egress dialer runs. */
-static int filter_build(HostConfinement *c, bool deny_exec, const bool *sockets)
+/*
+ * socket(2) and socketpair(2) for QEMU: AF_UNIX of type SOCK_STREAM or SOCK_SEQPACKET only,
+ * EPERM for the rest. QEMU's chardev sockets are unix stream sockets; nothing else in its
+ * run makes a socket (not the accelerator probe's boots either, which have no channel).
+ * Landlock refuses QEMU every TCP port, but it has no rule for UDP, raw or packet sockets,
+ * or any other family. A unix datagram socket (SOCK_DGRAM, or SOCK_RAW, which the kernel
+ * makes one) is refused too: with connect(2) refused, a datagram sent to an address is the
+ * one way left to a named socket outside the run dir (/dev/log, journald's socket). A
+ * stream or seqpacket socket never sends to an address.
+ */
+static int filter_add_qemu_sockets(scmp_filter_ctx ctx)
 {
-	_cleanup_(seccomp_ctx_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	static const int calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
+	const struct scmp_arg_cmp unix_family = seccomp_arg_eq(0, AF_UNIX);
+	const uint32_t refused = SCMP_ACT_ERRNO(EPERM);
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(calls) && r >= 0; i++) {
+		r = seccomp_filter_add_unless(ctx, refused, calls[i], 0, AF_UNIX, 0, NULL);
+		/* The type is the low 4 bits; SOCK_CLOEXEC and SOCK_NONBLOCK are above. */
+		for (unsigned t = 0; t < 16 && r >= 0; t++)
+			if (t != SOCK_STREAM && t != SOCK_SEQPACKET)
+				r = seccomp_rule_add(ctx, refused, calls[i], 2, unix_family,
+						     seccomp_arg_masked_eq(1, 0xf, t));
+	}
+	return r;
+}
+
+/* @qemu: QEMU's filter, else berth-vmm's own, @egress telling whether its egress dialer
+ * runs. */
+static int filter_build(HostConfinement *c, bool qemu, bool egress)
+{
+	_cleanup_(seccomp_filter_freep) scmp_filter_ctx ctx = seccomp_filter_new(SCMP_ACT_ALLOW);
 	int r;
 
 	if (!ctx)
 		return log_error_errno(-ENOMEM, "out of memory");
-	/* A 32-bit or x32 system call would slip past rules written for the native table. */
-	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags) && r >= 0; i++)
-		r = seccomp_rule_add(
-			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-			SCMP_A0_32(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]));
+	r = seccomp_filter_refuse_clone_namespaces(ctx);
 	if (r >= 0)
-		r = filter_add_denied(ctx, denied_syscalls, ELEMENTSOF(denied_syscalls));
-	if (r >= 0 && deny_exec)
-		r = filter_add_denied(ctx, denied_exec, ELEMENTSOF(denied_exec));
-	if (r >= 0 && sockets)
-		r = filter_add_sockets(ctx, *sockets);
+		r = seccomp_filter_add_table(ctx, denied_syscalls, ELEMENTSOF(denied_syscalls));
+	if (r >= 0 && qemu)
+		r = seccomp_filter_add_table(ctx, denied_qemu, ELEMENTSOF(denied_qemu));
+	if (r >= 0 && qemu)
+		r = filter_add_qemu_sockets(ctx);
+	if (r >= 0 && !qemu)
+		r = seccomp_filter_add_table(ctx, denied_exec, ELEMENTSOF(denied_exec));
+	if (r >= 0 && !qemu)
+		r = filter_add_vmm_sockets(ctx, egress);
 	if (r >= 0)
-		r = filter_export(ctx, c);
+		r = seccomp_filter_export(ctx, &c->filter);
 	if (r < 0)
 		return log_error_errno(r, "cannot build the seccomp filter for %s: %m", c->who);
 	return 0;
@@ -575,9 +511,7 @@ int host_sandbox_prepare_qemu(const HostSandbox *hs, const VmConfig *cfg, HostCo
 		*ret = NULL;
 		return 0;
 	}
-	r = confinement_new("QEMU", hs->abi,
-			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL, NET_ALL,
-			    &c);
+	r = confinement_new("QEMU", hs->abi, SCOPE_ALL, NET_ALL, &c);
 	if (r >= 0)
 		r = allow_qemu_program(c,
 				       cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
@@ -586,7 +520,7 @@ int host_sandbox_prepare_qemu(const HostSandbox *hs, const VmConfig *cfg, HostCo
 	if (r >= 0)
 		r = allow_vm_files(c, cfg);
 	if (r >= 0)
-		r = filter_build(c, false, NULL);
+		r = filter_build(c, true, false);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(c);
@@ -612,7 +546,6 @@ int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
 {
 	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
 	_cleanup_free_ char *parent = NULL;
-	bool sockets = egress != NULL;
 	int r, n;
 
 	if (!hs || !hs->enabled) {
@@ -653,7 +586,7 @@ int host_sandbox_prepare_self(const HostSandbox *hs, const char *run_dir,
 			r = allow_table(c, resolver_paths, ELEMENTSOF(resolver_paths));
 	}
 	if (r >= 0)
-		r = filter_build(c, true, &sockets);
+		r = filter_build(c, false, egress != NULL);
 	if (r < 0)
 		return r;
 	c->seccomp_flags = SECCOMP_FILTER_FLAG_TSYNC;
@@ -671,21 +604,22 @@ static _noreturn_ void enter_failed(const HostConfinement *c, const char *step)
 
 void host_confinement_enter(HostConfinement *c)
 {
-	struct sock_fprog prog;
+	int r;
 
 	if (!c)
 		return;
-	prog = (struct sock_fprog){.len = c->len, .filter = c->insns};
 	/* Landlock and an unprivileged seccomp filter both need no_new_privs; it also keeps
 	 * a setuid program from gaining what the domain took away. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		enter_failed(c, "setting no_new_privs");
 	if (missing_landlock_restrict_self(c->ruleset_fd, 0) < 0)
 		enter_failed(c, "entering the Landlock domain");
-	/* Last, so that nothing above can be refused by it. With TSYNC a positive return is
-	 * a thread that could not be synchronised. */
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, c->seccomp_flags, &prog) != 0)
+	/* Last, so that nothing above can be refused by it. */
+	r = seccomp_program_load(&c->filter, c->seccomp_flags);
+	if (r < 0) {
+		errno = -r;
 		enter_failed(c, "loading the seccomp filter");
+	}
 	c->ruleset_fd = safe_close(c->ruleset_fd);
 }
 
@@ -730,8 +664,10 @@ int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *co
 			    const HostEgress *egress)
 {
 	_cleanup_(host_confinement_freep) HostConfinement *c = NULL;
+	/* Everything either domain handles, to say what this kernel lacks of it. */
+	const struct landlock_ruleset_attr_v6 used = {FS_ALL, NET_ALL, SCOPE_ALL};
 	const char *probe = getenv("BERTH_VMM_TEST_EXEC_PROBE");
-	char missing[160];
+	char missing[320];
 	int r;
 
 	if (!hs->enabled) {
@@ -745,7 +681,7 @@ int host_sandbox_apply_self(HostSandbox *hs, const char *run_dir, const char *co
 	host_confinement_enter(c);
 	hs->applied = true;
 	hs->reason[0] = '\0';
-	abi_missing(hs->abi, missing, sizeof(missing));
+	landlock_abi_missing(hs->abi, &used, missing, sizeof(missing));
 	log_info("host sandbox: landlock+seccomp applied to berth-vmm and QEMU (Landlock ABI %d)",
 		 hs->abi);
 	if (missing[0])

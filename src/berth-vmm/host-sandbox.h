@@ -5,8 +5,11 @@
  * berth-vmm's confinement on the host, and QEMU's (docs/vm.md, "Host confinement"). Each
  * gets a Landlock domain of its own and a seccomp filter that refuses ptrace, mounts,
  * namespaces, module loading, bpf, keyrings, io_uring, kexec and perf events; berth-vmm's
- * filter also refuses exec. QEMU's domain is made before its exec and so holds from its
- * first instruction; berth-vmm confines itself once QEMU runs and its sockets exist.
+ * filter also refuses exec, QEMU's connect(2) and every socket but a unix stream or
+ * seqpacket one. QEMU's domain is made before its exec and so holds from its first
+ * instruction; berth-vmm confines itself once QEMU runs and its sockets exist. The filters'
+ * mechanism is shared with agent-init (seccomp-filter.h), and so is the Landlock ABI table
+ * (landlock-abi.h).
  *
  * The order is the one of STYLE.md 3.8: everything that can fail (opening the paths,
  * building the ruleset, compiling the filter) happens in host_sandbox_prepare_*(), and
@@ -60,7 +63,10 @@ int host_sandbox_check(bool disabled, HostSandbox *ret);
  * image, each disk (written only when it is read-write), the console file (created here
  * when missing; written and truncated). Where each channel socket goes (the run dir) QEMU
  * may create a socket and nothing else. /dev/kvm (with its ioctls) when the VM uses KVM.
- * No TCP at all; abstract unix sockets and signals scoped to QEMU itself.
+ * Network: socket() and socketpair() for AF_UNIX SOCK_STREAM and SOCK_SEQPACKET only
+ * (EPERM otherwise), and no connect() at all (EPERM), since every socket QEMU has is a
+ * server it made: it reaches no named unix socket on the host. No TCP (Landlock) and no
+ * other family; abstract unix sockets and signals scoped to QEMU itself.
  * @hs: NULL or not enabled: *@ret is NULL and there is nothing to enter.
  * @cfg: the VM: qemu_binary (NULL: qemu-system-x86_64 in $PATH), the artifacts, disks,
  *       ports, console_path and accel.

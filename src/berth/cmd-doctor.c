@@ -23,6 +23,7 @@
 #include "config.h"
 #include "digest.h"
 #include "exec-util.h"
+#include "landlock-abi.h"
 #include "landlock-probe.h"
 #include "log.h"
 #include "macros.h"
@@ -34,7 +35,7 @@
 #define TOOL_TIMEOUT_MS 10000
 #define PROBE_TIMEOUT_MS (150 * 1000) /* berth-vmm accel: two probe boots at most */
 #define TOOL_OUTPUT_MAX (64 * 1024)
-#define LANDLOCK_ABI_FULL 6 /* what berth-vmm confines itself with: files, TCP, scopes */
+#define LANDLOCK_ABI_HOST_SANDBOX 6 /* berth-vmm handles every right and scope up to it */
 
 typedef enum CheckId {
 	CHECK_QEMU,
@@ -461,18 +462,13 @@ static void check_artifacts(Report *r)
 	free(p.damaged);
 }
 
-static const char *landlock_missing_rights(int abi)
-{
-	if (abi < 4)
-		return "TCP rules need ABI 4 (Linux 6.7) and socket and signal scopes ABI 6 (Linux 6.12)";
-	return "socket and signal scopes need ABI 6 (Linux 6.12)";
-}
-
 /* 5. berth-vmm confines itself with Landlock on the host; see whether that would bite. */
 static void check_landlock(Report *r)
 {
 	Check *c = &r->checks[CHECK_LANDLOCK];
+	struct landlock_ruleset_attr_v6 used;
 	struct utsname u = {};
+	char missing[320];
 	LandlockProbe p;
 	int k;
 
@@ -487,13 +483,16 @@ static void check_landlock(Report *r)
 	}
 	switch (p.support) {
 	case LANDLOCK_ENFORCING:
-		if (p.abi >= LANDLOCK_ABI_FULL) {
+		landlock_abi_rights(LANDLOCK_ABI_HOST_SANDBOX, &used);
+		landlock_abi_missing(p.abi, &used, missing, sizeof(missing));
+		if (!missing[0]) {
 			check_set(c, CHECK_OK, "ABI %d, enforcing", p.abi);
 			return;
 		}
-		check_set(c, CHECK_WARN,
-			  "ABI %d, enforcing; berth-vmm confines files only, since %s", p.abi,
-			  landlock_missing_rights(p.abi));
+		check_set(
+			c, CHECK_WARN,
+			"ABI %d, enforcing; berth-vmm's confinement is weaker, as this kernel has no %s",
+			p.abi, missing);
 		check_remedy(c,
 			     "run a host kernel of 6.12 or later for berth-vmm's full confinement");
 		return;

@@ -2,8 +2,9 @@
 #pragma once
 
 /*
- * Landlock ABI 1-6 constants. Debian 12's linux-libc-dev (6.1) stops at ABI 2, and the
- * guest kernel (6.12) speaks ABI 6, so what is newer is defined here.
+ * Landlock ABI 1-9 constants. Debian 12's linux-libc-dev (6.1) stops at ABI 2, the guest
+ * kernel (6.12) speaks ABI 6 and hosts run newer ones, so what is newer is defined here.
+ * Which ABI brings what: landlock-abi.h.
  */
 
 #include <linux/landlock.h>
@@ -51,6 +52,14 @@ struct landlock_net_port_attr {
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
 #define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+
+/* ABI 7 (6.15) and 8 (7.0) bring flags for landlock_restrict_self() (audit logging, all
+ * threads at once), nothing a ruleset handles. */
+
+/* ABI 9 (7.1): connect(2) and sendmsg(2) to a pathname unix socket, by the socket's path. */
+#ifndef LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+#define LANDLOCK_ACCESS_FS_RESOLVE_UNIX (1ULL << 16)
 #endif
 
 /*

@@ -9,7 +9,6 @@
 #include <sys/pidfd.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "evloop.h"
@@ -85,11 +84,7 @@ struct EvLoop {
 
 uint64_t ev_time_now(void)
 {
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail with a valid pointer. */
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
+	return now_usec();
 }
 
 /* ---- timer heap ---- */

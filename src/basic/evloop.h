@@ -33,13 +33,12 @@
 #include <sys/wait.h>
 
 #include "macros.h"
+#include "time-util.h"
 
 typedef struct EvLoop EvLoop;
 typedef struct EvSource EvSource;
 
 #define EV_USEC_INFINITY UINT64_MAX
-#define USEC_PER_SEC UINT64_C(1000000)
-#define USEC_PER_MSEC UINT64_C(1000)
 
 enum {
 	EV_OFF = 0,
@@ -53,7 +52,7 @@ typedef int (*ev_signal_handler_t)(EvSource *s, const struct signalfd_siginfo *s
 typedef int (*ev_child_handler_t)(EvSource *s, const siginfo_t *si, void *userdata);
 typedef int (*ev_handler_t)(EvSource *s, void *userdata);
 
-/* Current CLOCK_MONOTONIC time in microseconds. */
+/* The loop's clock: now_usec(), CLOCK_MONOTONIC in microseconds. */
 uint64_t ev_time_now(void);
 
 /*

@@ -19,6 +19,7 @@
 #include "line-split.h"
 #include "log.h"
 #include "macros.h"
+#include "time-util.h"
 #include "tsc.h"
 #include "vm-diag.h"
 
@@ -42,14 +43,6 @@ AccelMode accel_mode_from_string(const char *s)
 const char *accel_mode_to_string(AccelMode m)
 {
 	return m >= 0 && m < _ACCEL_MODE_MAX ? mode_names[m] : NULL;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void iso_now(char ret[40])

@@ -24,6 +24,7 @@
 #include "parse-util.h"
 #include "paths.h"
 #include "rundir.h"
+#include "time-util.h"
 #include "tsc.h"
 #include "vmm-run.h"
 
@@ -376,17 +377,14 @@ static int open_state_disk(Vmm *v)
 	v->state_size = (uint64_t)st.st_size;
 	/* Measured before boot, for attestation: what the VM started from. */
 	{
-		struct timespec t0, t1;
+		int64_t t0 = now_ms();
 		int r;
 
-		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = sha256_chunked_fd_hex(fd, 1024 * 1024, v->state_sha256, &v->state_hashed_bytes);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (r < 0)
 			return log_error_errno(r, "cannot measure the state disk %s: %m",
 					       v->args.state);
-		v->state_hash_ms =
-			(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		v->state_hash_ms = now_ms() - t0;
 	}
 	return 0;
 }

@@ -34,6 +34,7 @@
 #include "runtime-select.h"
 #include "source-dir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 #include "vmm.h"
@@ -272,7 +273,7 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	Dev *d = userdata;
 	Manifest *m = NULL;
 	char err[1024], boot_id[37], old_digest[65];
-	long long t0 = vm_launch_now_ms(), stop_ms, boot_ms;
+	long long t0 = now_ms(), stop_ms, boot_ms;
 	int r;
 
 	if (vm_launch_load_manifest(d->l.app_dir, &m) < 0) {
@@ -292,9 +293,9 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	say("Change detected, rebooting the VM with the new bundle...");
 	detach_logs(d);
 	ev_source_set_enabled(d->reattach, EV_OFF);
-	stop_ms = vm_launch_now_ms();
+	stop_ms = now_ms();
 	(void)vm_launch_stop(&d->l);
-	stop_ms = vm_launch_now_ms() - stop_ms;
+	stop_ms = now_ms() - stop_ms;
 	r = vm_launch_boot(&d->l, &boot_ms, boot_id);
 	if (r == -ECANCELED) {
 		/* The signal that cut the boot short was meant for berth dev as a whole. */
@@ -307,7 +308,7 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 		return 0;
 	}
 	printf("Reloaded in %lld ms (bundle %lld ms, stop %lld ms, boot %lld ms). boot %s\n",
-	       vm_launch_now_ms() - t0, d->l.bundle.ms, stop_ms, boot_ms, boot_id);
+	       now_ms() - t0, d->l.bundle.ms, stop_ms, boot_ms, boot_id);
 	fflush(stdout);
 	(void)attach_logs(d, false);
 	return 0;
@@ -418,7 +419,7 @@ int cmd_dev(int argc, char **argv)
 	Dev d = {.l.prefix = "[berth:dev] ", .inotify_fd = -EBADF, .logs_fd = -EBADF};
 	const char *runtime_flag = NULL, *dir = ".";
 	char err[1024], boot_id[37];
-	long long t0 = vm_launch_now_ms(), boot_ms;
+	long long t0 = now_ms(), boot_ms;
 	pid_t owner;
 	int r;
 
@@ -456,9 +457,8 @@ int cmd_dev(int argc, char **argv)
 		_cleanup_(json_decrefp) json_t *vm = vm_json_load(d.l.run_dir);
 
 		printf("VM ready in %lld ms (bundle %lld ms, %s, boot %lld ms). boot %s, berth-vmm pid %lld\n",
-		       vm_launch_now_ms() - t0, d.l.bundle.ms,
-		       d.l.bundle.cached ? "cached" : "fresh", boot_ms, boot_id,
-		       json_integer_value(json_object_get(vm, "pid")));
+		       now_ms() - t0, d.l.bundle.ms, d.l.bundle.cached ? "cached" : "fresh",
+		       boot_ms, boot_id, json_integer_value(json_object_get(vm, "pid")));
 	}
 	say("run dir %s; call it with `berth rpc %s --export <name>`", d.l.run_dir, d.l.name);
 	fflush(stdout);

@@ -43,6 +43,7 @@
 #include "paths.h"
 #include "rundir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 
@@ -358,8 +359,8 @@ static void audit_call(Mcp *c, Call *call, const char *decision, const char *rea
 	ev = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s*, s:s, s:s*, s:I, s:o}", "actor", "kind",
 		       "agent", "id", c->client ?: "mcp-client", "verifiedBy", "self-asserted",
 		       "action", "tool.call", "target", target, "decision", decision, "reason",
-		       reason, "durationMs", (json_int_t)(vm_launch_now_ms() - call->started_ms),
-		       "meta", meta);
+		       reason, "durationMs", (json_int_t)(now_ms() - call->started_ms), "meta",
+		       meta);
 	if (!ev) {
 		log_warning("could not build the audit record of a call to \"%s\"", call->tool);
 		return;
@@ -587,7 +588,7 @@ static void tool_call(Mcp *c, json_t *id, json_t *params)
 		       .id = json_incref(id),
 		       .tool = strdup(name),
 		       .input = json_incref(input),
-		       .started_ms = vm_launch_now_ms(),
+		       .started_ms = now_ms(),
 		       .timeout_ms = c->call_timeout_ms,
 		       .next = c->calls};
 	c->calls = call;
@@ -879,7 +880,7 @@ static int adopt_own_vm(Mcp *c)
 static json_t *current_evidence(Mcp *c)
 {
 	json_auto_t *vm = vm_json_load(c->run_dir), *events = json_array();
-	long long deadline = vm_launch_now_ms() + 10000;
+	long long deadline = now_ms() + 10000;
 	LineReader lr;
 	char *line;
 	int fd;
@@ -891,8 +892,8 @@ static json_t *current_evidence(Mcp *c)
 		return NULL;
 	line_reader_init(&lr, fd);
 	if (loop_write(fd, "{\"op\":\"status\"}\n", 16) >= 0)
-		while (vm_launch_now_ms() < deadline &&
-		       line_reader_next(&lr, (int)(deadline - vm_launch_now_ms()), &line) > 0) {
+		while (now_ms() < deadline &&
+		       line_reader_next(&lr, (int)(deadline - now_ms()), &line) > 0) {
 			json_t *o = json_loads(line, 0, NULL);
 
 			if (json_is_string(json_object_get(o, "event"))) {

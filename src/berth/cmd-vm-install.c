@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macros.h"
 #include "paths.h"
+#include "time-util.h"
 #include "vmm.h"
 
 #define PROGRESS_INTERVAL_MS 100
@@ -106,14 +107,6 @@ static int parse_argv(int argc, char **argv)
 		return -EINVAL;
 	}
 	return 1;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void progress_draw(void *userdata, uint64_t done, uint64_t total)

@@ -20,19 +20,12 @@
 #include "paths.h"
 #include "rundir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "utf8.h"
 #include "vm-client.h"
 
 #define STATUS_TIMEOUT_MS 5000
 #define STOP_TIMEOUT_MS_DEFAULT 30000
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Why a stale run dir was left behind, from what its berth-vmm wrote last. */
 static char *stale_reason(const char *run_dir)

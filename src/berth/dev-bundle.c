@@ -19,17 +19,10 @@
 #include "paths.h"
 #include "share.h"
 #include "source-dir.h"
+#include "time-util.h"
 
 #define BUNDLER_OUTPUT_MAX (1024 * 1024)
 #define BUNDLER_TIMEOUT_MS (5 * 60 * 1000)
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* @path is @dir or lies below it (both absolute and without symlinks). */
 static bool path_is_under(const char *path, const char *dir)

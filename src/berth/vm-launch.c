@@ -26,20 +26,13 @@
 #include "secrets-disk.h"
 #include "source-dir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 #include "vm-support.h"
 #include "vmm.h"
 
 #define VMM_ARGS_MAX 64
-
-long long vm_launch_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void say(const VmLaunch *l, const char *fmt, ...) _printf_(2, 3);
 static void say(const VmLaunch *l, const char *fmt, ...)
@@ -384,10 +377,10 @@ static void cancel_end(BootCancel *c)
  * it), so its log is read from a run dir that no longer changes. */
 static void settle_failed_vm(VmLaunch *l)
 {
-	long long deadline = vm_launch_now_ms() + 20000;
+	long long deadline = now_ms() + 20000;
 	pid_t pid;
 
-	while (rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING && vm_launch_now_ms() < deadline)
+	while (rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING && now_ms() < deadline)
 		usleep(100 * 1000);
 	if (rundir_inspect(l->run_dir, &pid) == RUNDIR_RUNNING)
 		(void)vm_launch_stop(l);
@@ -511,7 +504,7 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 					 "--app", l->bundle.dir, "--state", l->state};
 	size_t argc = 8;
 	char reason[1024];
-	long long t0 = vm_launch_now_ms();
+	long long t0 = now_ms();
 	BootCancel cancel;
 	int status, r;
 
@@ -583,7 +576,7 @@ int vm_launch_boot(VmLaunch *l, long long *ret_ms, char ret_boot_id[37])
 		r = -EIO;
 		goto out;
 	}
-	*ret_ms = vm_launch_now_ms() - t0;
+	*ret_ms = now_ms() - t0;
 	vm = vm_json_load(l->run_dir);
 	snprintf(ret_boot_id, 37, "%s", json_string_value(json_object_get(vm, "bootId")) ?: "?");
 out:

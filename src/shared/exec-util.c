@@ -15,6 +15,7 @@
 
 #include "exec-util.h"
 #include "macros.h"
+#include "time-util.h"
 
 static int is_executable_file(const char *path)
 {
@@ -51,14 +52,6 @@ int find_executable_in_path(const char *name, char **ret_path)
 		free(p);
 	}
 	return -ENOENT;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static _noreturn_ void exec_child(char *const argv[], int out_fd, bool with_stderr)

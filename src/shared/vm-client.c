@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "macros.h"
 #include "rundir.h"
+#include "time-util.h"
 #include "vm-client.h"
 
 int vm_socket_connect(const char *run_dir, const char *socket_name)
@@ -44,14 +45,6 @@ void line_reader_done(LineReader *r)
 {
 	free(r->buf);
 	*r = (LineReader){.fd = -EBADF, .cancel_fd = -EBADF};
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)

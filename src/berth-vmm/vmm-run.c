@@ -23,6 +23,7 @@
 #include "manifest.h"
 #include "parse-util.h"
 #include "paths.h"
+#include "random-util.h"
 #include "rundir.h"
 #include "time-util.h"
 #include "tsc.h"
@@ -521,21 +522,6 @@ static int pack_shares(Vmm *v)
 	return 0;
 }
 
-static void make_boot_id(char ret[37])
-{
-	unsigned char b[16];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || read(fd, b, sizeof(b)) != sizeof(b))
-		memset(b, 0, sizeof(b));
-	safe_close(fd);
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(ret, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
-}
-
 static void iso_now(char ret[40])
 {
 	struct timespec ts;
@@ -702,7 +688,7 @@ static int prepare(Vmm *v)
 		r = pack_shares(v);
 	if (r < 0)
 		return r;
-	make_boot_id(v->boot_id);
+	random_uuid(v->boot_id);
 	iso_now(v->started_at);
 	return build_vm_config(v);
 }

@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -41,6 +40,7 @@
 #include "mcp-tools.h"
 #include "parse-util.h"
 #include "paths.h"
+#include "random-util.h"
 #include "rundir.h"
 #include "term-text.h"
 #include "time-util.h"
@@ -203,25 +203,6 @@ static void say(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-/* @n random bytes as 2 * @n hex digits and a NUL into @out. Ids, not secrets: when the
- * kernel has no entropy to give yet, the clock and pid stand in. */
-static void random_hex(char *out, size_t n)
-{
-	unsigned char b[16] = {};
-	struct timespec ts;
-
-	n = MIN(n, sizeof(b));
-	if (getrandom(b, n, GRND_NONBLOCK) != (ssize_t)n) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		for (size_t i = 0; i < n; i++)
-			b[i] = (unsigned char)((ts.tv_nsec >> (8 * (i % 4))) ^
-					       (getpid() >> (i % 3)));
-	}
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-	out[2 * n] = '\0';
 }
 
 /* --- the session ------------------------------------------------------------------------ */

@@ -45,15 +45,6 @@ const char *accel_mode_to_string(AccelMode m)
 	return m >= 0 && m < _ACCEL_MODE_MAX ? mode_names[m] : NULL;
 }
 
-static void iso_now(char ret[40])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(ret, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 bool accel_kvm_usable(char *why, size_t size)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -358,7 +349,7 @@ static void probe_all(AccelHost *h, AccelVerdict *v)
 	AccelTrial *tcg = &v->trial[ACCEL_TCG], *kvm = &v->trial[ACCEL_KVM];
 
 	*v = (AccelVerdict){.best = _ACCEL_INVALID};
-	iso_now(v->probed_at);
+	now_rfc3339(v->probed_at, sizeof(v->probed_at), false);
 	/* TCG first: it always exists, warms the page cache for both, and its time is the
 	 * bar KVM has to beat, so KVM never gets longer than that. */
 	tcg->usable = true;

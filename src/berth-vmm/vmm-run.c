@@ -522,19 +522,6 @@ static int pack_shares(Vmm *v)
 	return 0;
 }
 
-static void iso_now(char ret[40])
-{
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	char date[32];
-
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(ret, 40, "%s.%03dZ", date, (int)(ts.tv_nsec / 1000000) % 1000);
-}
-
 #define CMDLINE_MAX 2048
 
 /* The kernel command line adds only init= and the boot id: the apps and their policies are
@@ -689,7 +676,7 @@ static int prepare(Vmm *v)
 	if (r < 0)
 		return r;
 	random_uuid(v->boot_id);
-	iso_now(v->started_at);
+	now_rfc3339(v->started_at, sizeof(v->started_at), true);
 	return build_vm_config(v);
 }
 

@@ -908,7 +908,7 @@ static void record_boot(Mcp *c)
 	/* berth-init took these reports before the app's code ran: the app cannot forge them. */
 	c->enforcement = enforcement_from_reports(json_object_get(evidence, "events"), c->l.name);
 	say("kernel enforcement in this VM: %s", enforcement_status_to_string(c->enforcement));
-	attest_now_rfc3339(now, sizeof(now));
+	now_rfc3339(now, sizeof(now), false);
 	if (!evidence || attest_record_build(evidence, chain, run, now, &rec, &error) < 0) {
 		log_warning("could not read the boot evidence of %s%s%s; the session's boot is not "
 			    "recorded, calls are",

@@ -682,15 +682,6 @@ int attest_rfc3339_valid(const char *s)
 	       isdigit((unsigned char)s[5]) && s[6] == '\0';
 }
 
-void attest_now_rfc3339(char *buf, size_t size)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static void verify_enforcement(json_t *rec, json_t *problems)
 {
 	json_t *enf = json_object_get(rec, "enforcement"), *reports, *probe, *rep, *apps;

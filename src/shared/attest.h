@@ -93,6 +93,4 @@ int attest_run_record(const char *runs_dir, const char *audit_path, const char *
  */
 int attest_verify(json_t *record, json_t **ret_problems);
 
-/* Now as RFC 3339 UTC ("2026-01-02T03:04:05Z") into @buf (at least 21 bytes). */
-void attest_now_rfc3339(char *buf, size_t size);
 int attest_rfc3339_valid(const char *s);

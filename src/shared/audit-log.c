@@ -18,6 +18,7 @@
 #include "fileio.h"
 #include "macros.h"
 #include "paths.h"
+#include "time-util.h"
 
 /* How far back from the end the sink looks for the last record before it falls back to
  * reading the whole segment: room for a torn line and a whole record before it. */
@@ -839,17 +840,6 @@ static int event_check(json_t *ev)
 	return 0;
 }
 
-static void now_rfc3339_ms(char *buf, size_t size)
-{
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000));
-}
-
 /* The record for @ev, in the order of audit-log.h, without prevHash and hash. */
 static json_t *record_new(AuditSink *s, json_t *ev, const char *ts, json_int_t seq)
 {
@@ -946,7 +936,7 @@ int audit_append(AuditSink *s, json_t *event)
 			seq = json_integer_value(ls) + 1;
 	}
 
-	now_rfc3339_ms(ts, sizeof(ts));
+	now_rfc3339(ts, sizeof(ts), true);
 	rec = record_new(s, event, ts, seq);
 	if (!rec)
 		return -ENOMEM;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <string.h>
 #include <time.h>
 
 #include "tests.h"
@@ -21,6 +22,25 @@ TEST(monotonic_ms_advances)
 
 	(void)nanosleep(&nap, NULL);
 	ASSERT_TRUE(now_ms() - t0 >= 20);
+}
+
+TEST(rfc3339)
+{
+	struct timespec ts = {.tv_sec = 1796006720, .tv_nsec = 999999999};
+	char buf[32];
+
+	format_rfc3339(buf, sizeof(buf), &ts, false);
+	ASSERT_STREQ(buf, "2026-11-30T02:45:20Z");
+	format_rfc3339(buf, sizeof(buf), &ts, true);
+	ASSERT_STREQ(buf, "2026-11-30T02:45:20.999Z");
+	ts = (struct timespec){.tv_sec = 0, .tv_nsec = 5000000};
+	format_rfc3339(buf, sizeof(buf), &ts, true);
+	ASSERT_STREQ(buf, "1970-01-01T00:00:00.005Z");
+	format_rfc3339(buf, 11, &ts, true);
+	ASSERT_STREQ(buf, "1970-01-01");
+	now_rfc3339(buf, sizeof(buf), true);
+	ASSERT_EQ(strlen(buf), 24);
+	ASSERT_TRUE(buf[10] == 'T' && buf[19] == '.' && buf[23] == 'Z');
 }
 
 int main(void)

@@ -34,6 +34,7 @@
 #include "evloop.h"
 #include "http-head.h"
 #include "macros.h"
+#include "parse-util.h"
 #include "rules.h"
 
 #define LOG_PREFIX "[egress-broker] "
@@ -762,18 +763,15 @@ static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userd
 static unsigned env_uint(const char *name, unsigned def, unsigned min, unsigned max)
 {
 	const char *v = getenv(name);
-	char *end;
-	unsigned long n;
+	unsigned n;
 
 	if (!v || !*v)
 		return def;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || n < min || n > max) {
+	if (parse_uint_range(v, min, max, &n) < 0) {
 		say("WARNING: ignoring %s=%s (expected %u to %u)", name, v, min, max);
 		return def;
 	}
-	return (unsigned)n;
+	return n;
 }
 
 static int listen_tcp(unsigned port, unsigned *ret_port)

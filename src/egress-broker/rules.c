@@ -8,6 +8,7 @@
 #include "fileio.h"
 #include "host-glob.h"
 #include "macros.h"
+#include "parse-util.h"
 #include "rules.h"
 
 void egress_rules_done(EgressRules *r)
@@ -46,12 +47,10 @@ int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret)
 			port = EGRESS_PORT_ANY;
 			host_len = (size_t)(colon - scope);
 		} else if (digits) {
-			/* A port that cannot exist is kept as one that never matches. */
-			long v = 0;
+			uint16_t v;
 
-			for (size_t i = 0; i < n && v <= 0xffff; i++)
-				v = v * 10 + (p[i] - '0');
-			port = v >= 1 && v <= 0xffff ? (int)v : 0x10000;
+			/* A port that cannot exist is kept as one that never matches. */
+			port = parse_port(p, n, &v) < 0 ? 0x10000 : v;
 			host_len = (size_t)(colon - scope);
 		}
 	}

@@ -17,6 +17,7 @@
 
 #include "boot-disk.h"
 #include "digest.h"
+#include "exec-util.h"
 #include "fileio.h"
 #include "log.h"
 #include "macros.h"
@@ -713,30 +714,25 @@ static void cleanup(Vmm *v)
  */
 static int detach(int *ret_ready_fd)
 {
-	int pipefd[2];
 	char buf[4096];
 	ssize_t n;
 	pid_t pid;
-	int ok = 0;
+	int fd, ok = 0;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
+	pid = fork_pipe(&fd);
 	if (pid < 0)
-		return -errno;
+		return pid;
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-		close(pipefd[0]);
 		setsid();
 		dup2(null, STDIN_FILENO);
 		dup2(null, STDOUT_FILENO);
-		*ret_ready_fd = pipefd[1];
+		*ret_ready_fd = fd;
 		return 0;
 	}
-	close(pipefd[1]);
 	/* The child writes JSON lines, then "ok" or "error: ..." as its last line. */
-	while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) {
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		(void)loop_write(STDERR_FILENO, buf, (size_t)n);
 		if (memmem(buf, (size_t)n, "\nok\n", 4) || (n >= 3 && !memcmp(buf, "ok\n", 3)))
 			ok = 1;

@@ -134,6 +134,26 @@ static int reap_until(pid_t pid, int64_t deadline, int *ret_status)
 	}
 }
 
+pid_t fork_pipe(int *ret_fd)
+{
+	int pipefd[2];
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		safe_close(pipefd[0]);
+		safe_close(pipefd[1]);
+		return r;
+	}
+	safe_close(pipefd[pid == 0 ? 0 : 1]);
+	*ret_fd = pipefd[pid == 0 ? 1 : 0];
+	return pid;
+}
+
 int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret_out,
 		int *ret_status)
 {
@@ -155,25 +175,19 @@ int run_capture_opts(char *const argv[], const RunCapture *o, char **ret_out, in
 	_cleanup_close_ int rfd = -EBADF;
 	int64_t deadline = now_ms() + o->timeout_ms;
 	size_t max_bytes = o->max_bytes;
-	int pipefd[2], status = 0, r, k;
+	int fd = -EBADF, status = 0, r, k;
 	size_t len = 0;
 	pid_t pid;
 
 	buf = malloc(max_bytes + 1);
 	if (!buf)
 		return -ENOMEM;
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		safe_close(pipefd[0]);
-		safe_close(pipefd[1]);
-		return -errno;
-	}
+	pid = fork_pipe(&fd);
+	if (pid < 0)
+		return pid;
 	if (pid == 0)
-		exec_child(argv, pipefd[1], o->with_stderr);
-	safe_close(pipefd[1]);
-	rfd = pipefd[0];
+		exec_child(argv, fd, o->with_stderr);
+	rfd = fd;
 	r = read_until(rfd, o->cancel_fd, deadline, buf, max_bytes, &len);
 	if (r < 0)
 		deadline = now_ms(); /* kill it now rather than wait for it */

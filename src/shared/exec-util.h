@@ -5,9 +5,12 @@
 #include <stddef.h>
 
 /*
- * Running other programs from the CLI: finding them in $PATH and collecting what they print,
- * with a deadline and a cap, so a hung or chatty tool cannot hang or flood the caller.
+ * Running other programs from the host's programs: finding them in $PATH and collecting
+ * what they print, with a deadline and a cap, so a hung or chatty tool cannot hang or flood
+ * the caller; and the fork() with a pipe back that this and the probes build on.
  */
+
+#include <sys/types.h>
 
 /*
  * find_executable_in_path() - look @name up in $PATH, as execvp() would, but in absolute
@@ -42,3 +45,11 @@ typedef struct RunCapture {
  * (when not NULL) still holds what the child printed until then; otherwise as above.
  */
 int run_capture_opts(char *const argv[], const RunCapture *o, char **ret_out, int *ret_status);
+
+/*
+ * fork_pipe() - fork() with a close-on-exec pipe from the child back to the parent.
+ * In the parent: returns the child's pid, *@ret_fd the read end. In the child: returns 0,
+ * *@ret_fd the write end. The other end is closed on both sides. -errno when the pipe or
+ * the fork fails (nothing is left open).
+ */
+pid_t fork_pipe(int *ret_fd);

@@ -11,12 +11,15 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "exec-util.h"
 #include "fileio.h"
 #include "macros.h"
 #include "paths.h"
 #include "vmm.h"
 
 #define PINS_JSON_MAX (64 * 1024)
+/* A broken binary must not hang whoever asks (berth doctor, berth vm install, berth dev). */
+#define PINS_QUERY_TIMEOUT_MS 10000
 
 static int executable_at(const char *path)
 {
@@ -182,54 +185,13 @@ char *pinset_to_json_text(const PinSet *set)
 int vmm_query_pins(const char *path, PinSet *ret)
 {
 	_cleanup_free_ char *out = NULL;
-	size_t size = 0, alloc = 0;
-	int pipefd[2], status;
-	pid_t pid;
+	int r, status;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		safe_close(pipefd[0]);
-		safe_close(pipefd[1]);
-		return -errno;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		dup2(null, STDIN_FILENO);
-		dup2(pipefd[1], STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		execl(path, path, "pins", "--json", (char *)NULL);
-		_exit(127);
-	}
-	safe_close(pipefd[1]);
-	for (;;) {
-		ssize_t n;
-
-		if (size + 1 >= alloc) {
-			char *p;
-
-			if (alloc >= PINS_JSON_MAX)
-				break;
-			alloc = alloc ? alloc * 2 : 4096;
-			p = realloc(out, alloc);
-			if (!p)
-				break;
-			out = p;
-		}
-		n = read(pipefd[0], out + size, alloc - size - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		size += (size_t)n;
-	}
-	safe_close(pipefd[0]);
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
-	if (!out || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+	r = run_capture((char *const[]){(char *)path, (char *)"pins", (char *)"--json", NULL},
+			PINS_QUERY_TIMEOUT_MS, PINS_JSON_MAX, &out, &status);
+	if (r < 0)
+		return r;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -EBADMSG;
-	out[size] = '\0';
 	return pinset_from_json_text(out, ret);
 }

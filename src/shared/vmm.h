@@ -29,7 +29,8 @@ int vmm_locate_for_pins(const char *configured, const PinSet *want, char **ret_p
 
 /*
  * vmm_query_pins() - run `@path pins --json` and parse what it prints into @ret.
- * Returns 0, or -errno (-EBADMSG when the output is not a pin set).
+ * Returns 0, or -errno (-ETIME when it did not finish within 10 s, -EBADMSG when it failed
+ * or its output is not a pin set).
  */
 int vmm_query_pins(const char *path, PinSet *ret);
 

@@ -72,12 +72,15 @@ static _noreturn_ void exec_child(char *const argv[], int out_fd, bool with_stde
 }
 
 /* Read until EOF, @deadline or @cancel_fd (when > 0) turning readable; keep the first @max
- * bytes in @buf (which has room for a NUL). */
+ * bytes in @buf (which has room for a NUL). *@ret_len counts them on every return, so that
+ * what a child said before it was stopped can be shown. */
 static int read_until(int fd, int cancel_fd, int64_t deadline, char *buf, size_t max,
 		      size_t *ret_len)
 {
 	char scratch[4096];
 	size_t len = 0;
+
+	*ret_len = 0;
 
 	for (;;) {
 		struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
@@ -107,10 +110,11 @@ static int read_until(int fd, int cancel_fd, int64_t deadline, char *buf, size_t
 			return -errno;
 		if (n == 0)
 			break;
-		if (len < max)
+		if (len < max) {
 			len += (size_t)n;
+			*ret_len = len;
+		}
 	}
-	*ret_len = len;
 	return 0;
 }
 

@@ -8,6 +8,13 @@
 #include "flow.h"
 #include "macros.h"
 
+int flow_alloc(Flow *f)
+{
+	if (!f->buf)
+		f->buf = malloc(f->size);
+	return f->buf ? 0 : -ENOMEM;
+}
+
 void flow_done(Flow *f)
 {
 	free(f->buf);
@@ -24,11 +31,8 @@ void flow_clear(Flow *f)
  * makes more. Returns the contiguous room, or -ENOMEM. */
 static ssize_t flow_reserve(Flow *f, size_t want)
 {
-	if (!f->buf) {
-		f->buf = malloc(f->size);
-		if (!f->buf)
-			return -ENOMEM;
-	}
+	if (flow_alloc(f) < 0)
+		return -ENOMEM;
 	if (f->start > 0 && f->size - f->end < want) {
 		memmove(f->buf, f->buf + f->start, f->end - f->start);
 		f->end -= f->start;

@@ -26,6 +26,10 @@ typedef struct Flow {
 
 #define FLOW_INIT(cap) ((Flow){.size = (cap)})
 
+/* Allocate the buffer now rather than on first use, for a caller that must not fail later.
+ * Returns 0 or -ENOMEM. */
+int flow_alloc(Flow *f);
+
 /* Free the buffer; the flow is empty then, and may be used again. */
 void flow_done(Flow *f);
 

@@ -20,6 +20,9 @@ TEST(flow_put_read_write)
 
 	ASSERT_FALSE(flow_wants_write(&f));
 	ASSERT_TRUE(flow_wants_read(&f));
+	ASSERT_EQ(f.buf, NULL); /* nothing allocated until it is needed */
+	ASSERT_OK(flow_alloc(&f));
+	ASSERT_NOT_NULL(f.buf);
 	ASSERT_EQ(flow_put(&f, "abcdefghij", 10), 8); /* what fits */
 	ASSERT_EQ(flow_room(&f), 0);
 	ASSERT_FALSE(flow_wants_read(&f));

@@ -187,7 +187,7 @@ static int on_log(EvSource *s, int fd, uint32_t revents, void *userdata)
 	int r;
 
 	/* Everything already read is handed out; then one read(). */
-	while ((r = line_reader_next(&d->logs, 0, &line)) > 0)
+	while ((r = line_reader_next(&d->logs, 0, &line, NULL)) > 0)
 		handle_log_line(d, line);
 	fflush(stdout);
 	if (r == 0 || (r < 0 && r != -ETIME)) {
@@ -220,7 +220,7 @@ static int attach_logs(Dev *d, bool again)
 	d->logs_fd = vm_socket_connect(d->l.run_dir, "logs.sock");
 	if (d->logs_fd < 0)
 		return d->logs_fd;
-	line_reader_init(&d->logs, d->logs_fd);
+	line_reader_init(&d->logs, d->logs_fd, VM_LINE_MAX);
 	return ev_add_io(d->loop, &d->logs_source, d->logs_fd, EPOLLIN, on_log, d);
 }
 

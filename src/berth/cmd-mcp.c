@@ -871,10 +871,10 @@ static json_t *current_evidence(Mcp *c)
 	fd = vm_socket_connect(c->run_dir, "control.sock");
 	if (fd < 0)
 		return NULL;
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	if (loop_write(fd, "{\"op\":\"status\"}\n", 16) >= 0)
 		while (now_ms() < deadline &&
-		       line_reader_next(&lr, (int)(deadline - now_ms()), &line) > 0) {
+		       line_reader_next(&lr, (int)(deadline - now_ms()), &line, NULL) > 0) {
 			json_t *o = json_loads(line, 0, NULL);
 
 			if (json_is_string(json_object_get(o, "event"))) {

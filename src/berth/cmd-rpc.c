@@ -182,11 +182,11 @@ int cmd_rpc(int argc, char **argv)
 	r = loop_write(fd, line_out, strlen(line_out));
 	if (r >= 0)
 		r = loop_write(fd, "\n", 1);
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	while (r >= 0) {
 		json_t *reply;
 
-		r = line_reader_next(&lr, (int)timeout, &line);
+		r = line_reader_next(&lr, (int)timeout, &line, NULL);
 		if (r == 0) {
 			r = -ECONNRESET;
 			break;

@@ -371,12 +371,12 @@ int cmd_vm_logs(int argc, char **argv)
 	fd = vm_socket_connect(dir, "logs.sock");
 	if (fd < 0) /* shutting down: what its console kept is all there is */
 		return print_stopped_log(argv[optind], dir, raw);
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {
 		json_t *o;
 
-		r = line_reader_next(&lr, follow ? -1 : STATUS_TIMEOUT_MS, &line);
+		r = line_reader_next(&lr, follow ? -1 : STATUS_TIMEOUT_MS, &line, NULL);
 		if (r <= 0)
 			break;
 		if (streq(line, "log stream attached"))

@@ -36,78 +36,6 @@ int vm_socket_connect(const char *run_dir, const char *socket_name)
 	return fd;
 }
 
-void line_reader_init(LineReader *r, int fd)
-{
-	*r = (LineReader){.fd = fd, .cancel_fd = -EBADF};
-}
-
-void line_reader_done(LineReader *r)
-{
-	free(r->buf);
-	*r = (LineReader){.fd = -EBADF, .cancel_fd = -EBADF};
-}
-
-int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
-{
-	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	bool polled = false;
-	char *nl;
-
-	/* Drop the line handed out last time (it ends at the first NUL). */
-	if (r->buf && r->len > 0 && (nl = memchr(r->buf, '\0', r->len))) {
-		size_t used = (size_t)(nl - r->buf) + 1;
-
-		memmove(r->buf, r->buf + used, r->len - used);
-		r->len -= used;
-	}
-	for (;;) {
-		struct pollfd p[2] = {
-			{.fd = r->fd, .events = POLLIN},
-			{.fd = r->cancel_fd > 0 ? r->cancel_fd : -1, .events = POLLIN}};
-		long long left = deadline < 0 ? -1 : deadline - now_ms();
-		ssize_t n;
-
-		nl = r->len ? memchr(r->buf, '\n', r->len) : NULL;
-		if (nl) {
-			*nl = '\0';
-			*ret_line = r->buf;
-			return 1;
-		}
-		if (r->len > VM_LINE_MAX)
-			return -EMSGSIZE;
-		/* Poll at least once, so that a timeout of 0 means "what is there now". */
-		if (polled && deadline >= 0 && left <= 0)
-			return -ETIME;
-		if (r->alloc - r->len < 4096) {
-			size_t want =
-				MIN(MAX(r->alloc * 2, (size_t)8192), (size_t)VM_LINE_MAX + 8192);
-			char *b = realloc(r->buf, want);
-
-			if (!b)
-				return -ENOMEM;
-			r->buf = b;
-			r->alloc = want;
-		}
-		n = poll(p, 2, left < 0 ? (deadline < 0 ? -1 : 0) : (int)left);
-		polled = true;
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n <= 0)
-			continue;
-		if (p[1].revents)
-			return -ECANCELED;
-		n = read(r->fd, r->buf + r->len, r->alloc - r->len);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return 0;
-		r->len += (size_t)n;
-	}
-}
-
 int vm_control_request(const char *run_dir, const char *request, int timeout_ms, json_t **ret)
 {
 	_cleanup_(json_decrefp) json_t *req = json_loads(request, 0, NULL);
@@ -125,12 +53,12 @@ int vm_control_request(const char *run_dir, const char *request, int timeout_ms,
 	r = loop_write(fd, request, strlen(request));
 	if (r >= 0)
 		r = loop_write(fd, "\n", 1);
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	while (r >= 0) {
 		long long left = deadline - now_ms();
 		json_t *o;
 
-		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
+		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line, NULL);
 		if (r <= 0) {
 			r = r == 0 ? -ECONNRESET : r;
 			break;
@@ -225,7 +153,7 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int canc
 		await_failure_reason(run_dir, reason, reason_size);
 		return fd == -ECONNREFUSED || fd == -ENOENT ? -EIO : fd;
 	}
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	lr.cancel_fd = cancel_fd;
 	for (;;) {
 		long long left = deadline - now_ms();
@@ -236,7 +164,7 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, int canc
 			r = 0;
 			break;
 		}
-		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
+		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line, NULL);
 		if (r == 0) {
 			/* berth-vmm closed us: it failed the VM, and vm.json says why. */
 			await_failure_reason(run_dir, reason, reason_size);

@@ -5,36 +5,22 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "line-reader.h"
+
 /*
  * The host side of a VM's run dir sockets, for commands that talk to a running VM
  * (berth vm status|logs|stop, berth rpc, ...). Every line from the guest is bounded and
  * every wait has a deadline: guest output never decides what the host does.
  */
 
+/* The longest line read from a VM's sockets (line_reader_init()'s @max_line). */
 #define VM_LINE_MAX (1024 * 1024)
 /* What berth-vmm says on logs.sock, then closes, to a reader past its cap: the prefix, why,
  * and what to do. */
 #define LOG_STREAM_REFUSED "log stream refused: "
 
-typedef struct LineReader {
-	int fd;
-	int cancel_fd; /* > 0: a wait ends with -ECANCELED when this turns readable */
-	char *buf;
-	size_t len, alloc;
-} LineReader;
-
 /* Connect to @socket_name ("control.sock", ...) in @run_dir. Returns an fd or -errno. */
 int vm_socket_connect(const char *run_dir, const char *socket_name);
-
-void line_reader_init(LineReader *r, int fd);
-void line_reader_done(LineReader *r);
-/*
- * line_reader_next() - the next line (NUL-terminated, no newline) within @timeout_ms
- * (-1: no limit). The pointer stays valid until the next call.
- * Returns 1 with a line, 0 at EOF, -ETIME on timeout, -EMSGSIZE for a line over VM_LINE_MAX,
- * -ECANCELED when r->cancel_fd turned readable.
- */
-int line_reader_next(LineReader *r, int timeout_ms, char **ret_line);
 
 /*
  * vm_control_request() - send @request (a JSON object with "op") on a fresh control

@@ -560,29 +560,9 @@ int ev_add_post(EvLoop *e, EvSource **ret, ev_handler_t cb, void *userdata)
 
 /* ---- accessors ---- */
 
-void *ev_source_get_userdata(EvSource *s)
-{
-	return s ? s->userdata : NULL;
-}
-
-void *ev_source_set_userdata(EvSource *s, void *userdata)
-{
-	void *old = s->userdata;
-
-	s->userdata = userdata;
-	return old;
-}
-
 EvLoop *ev_source_get_loop(EvSource *s)
 {
 	return s ? s->loop : NULL;
-}
-
-int ev_source_get_io_fd(EvSource *s)
-{
-	if (!s || s->type != EV_SOURCE_IO)
-		return -EINVAL;
-	return s->io.fd;
 }
 
 int ev_source_set_io_events(EvSource *s, uint32_t events)
@@ -607,7 +587,7 @@ int ev_source_set_io_fd_own(EvSource *s, bool own)
 	return 0;
 }
 
-int ev_source_set_time(EvSource *s, uint64_t usec)
+static int ev_source_set_time(EvSource *s, uint64_t usec)
 {
 	if (!s || s->dead || s->type != EV_SOURCE_TIME)
 		return -EINVAL;
@@ -630,14 +610,6 @@ int ev_source_set_time_relative(EvSource *s, uint64_t usec)
 	return ev_source_set_time(s, usec > UINT64_MAX - now ? UINT64_MAX : now + usec);
 }
 
-int ev_source_get_time(EvSource *s, uint64_t *ret)
-{
-	if (!s || s->type != EV_SOURCE_TIME)
-		return -EINVAL;
-	*ret = s->time.usec;
-	return 0;
-}
-
 pid_t ev_source_get_child_pid(EvSource *s)
 {
 	if (!s || s->type != EV_SOURCE_CHILD)
@@ -654,11 +626,6 @@ int ev_source_send_child_signal(EvSource *s, int sig)
 	if (s->child.reaped || s->child.pidfd < 0)
 		return -ESRCH;
 	return RET_NERRNO(pidfd_send_signal(s->child.pidfd, sig, NULL, 0));
-}
-
-uint64_t ev_now(EvLoop *e)
-{
-	return e->now;
 }
 
 int ev_exit(EvLoop *e, int code)

@@ -585,7 +585,8 @@ MuxIo *mux_io_free(MuxIo *io)
 	return NULL;
 }
 
-void mux_io_drop_transport(MuxIo *io)
+/* Close the transport (session reset, MUX_IO_DISCONNECTED). */
+static void mux_io_drop_transport(MuxIo *io)
 {
 	if (io->fd < 0)
 		return;

@@ -1057,11 +1057,6 @@ uint32_t mux_stream_get_port(MuxStream *s)
 	return s->port;
 }
 
-int mux_stream_get_error(MuxStream *s)
-{
-	return s->error;
-}
-
 bool mux_stream_is_incoming(MuxStream *s)
 {
 	return s->incoming;

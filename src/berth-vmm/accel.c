@@ -40,12 +40,13 @@ AccelMode accel_mode_from_string(const char *s)
 	return _ACCEL_MODE_INVALID;
 }
 
-const char *accel_mode_to_string(AccelMode m)
+static const char *accel_mode_to_string(AccelMode m)
 {
 	return m >= 0 && m < _ACCEL_MODE_MAX ? mode_names[m] : NULL;
 }
 
-bool accel_kvm_usable(char *why, size_t size)
+/* Whether this user can open /dev/kvm read-write; @why gets the error when not. */
+static bool accel_kvm_usable(char *why, size_t size)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 
@@ -120,7 +121,7 @@ static void trial_from_json(json_t *o, AccelTrial *t)
 	snprintf(t->why, sizeof(t->why), "%s", json_string_value(json_object_get(o, "why")) ?: "");
 }
 
-json_t *accel_verdict_to_json(const AccelVerdict *v)
+static json_t *accel_verdict_to_json(const AccelVerdict *v)
 {
 	json_t *trials = json_object();
 

@@ -158,7 +158,8 @@ bool egress_rules_allow(const EgressRules *r, const char *host, unsigned port)
 	return false;
 }
 
-bool egress_ipv4_blocked(uint32_t a)
+/* SPEC 6.1's blocked IPv4 ranges; @addr in host byte order. */
+static bool egress_ipv4_blocked(uint32_t a)
 {
 	static const struct {
 		uint32_t net;

@@ -141,7 +141,8 @@ int vmm_locate_for_pins(const char *configured, const PinSet *want, char **ret_p
 	return 0;
 }
 
-int pinset_from_json_text(const char *text, PinSet *ret)
+/* Parse the `berth-vmm pins --json` form. */
+static int pinset_from_json_text(const char *text, PinSet *ret)
 {
 	_cleanup_(json_decrefp) json_t *doc = NULL;
 	PinSet set = {};

@@ -34,6 +34,5 @@ int vmm_locate_for_pins(const char *configured, const PinSet *want, char **ret_p
  */
 int vmm_query_pins(const char *path, PinSet *ret);
 
-/* Parse/print the `berth-vmm pins --json` form. */
-int pinset_from_json_text(const char *text, PinSet *ret);
+/* Print the `berth-vmm pins --json` form. */
 char *pinset_to_json_text(const PinSet *set);

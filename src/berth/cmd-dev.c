@@ -93,21 +93,11 @@ static void detach_logs(Dev *d)
 
 static void print_log_line(Dev *d, const char *line, size_t len)
 {
-	json_t *o = json_loadb(line, len, 0, NULL), *text = json_object_get(o, "line");
-
 	/* The app's and the guest's text, on its way to a terminal. */
-	if (json_is_string(text)) {
-		putchar('[');
-		term_text_puts(stdout, json_string_value(json_object_get(o, "src")) ?: "?",
-			       TERM_TEXT_LOG_LINE);
-		fputs("] ", stdout);
-		term_text_write(stdout, json_string_value(text), json_string_length(text),
-				TERM_TEXT_LOG_LINE);
-		putchar('\n');
+	if (vm_log_line_print(stdout, line, len)) {
 		free(d->last_line);
 		d->last_line = strndup(line, len);
 	}
-	json_decref(o);
 }
 
 typedef struct CatchUp {

@@ -257,24 +257,10 @@ static void print_raw_line(const char *line)
 
 static void print_log_line(const char *line, bool raw)
 {
-	json_t *o, *text;
-
-	if (raw) {
+	if (raw)
 		print_raw_line(line);
-		return;
-	}
-	o = json_loads(line, 0, NULL);
-	text = json_object_get(o, "line");
-	if (json_is_string(text)) {
-		putchar('[');
-		term_text_puts(stdout, json_string_value(json_object_get(o, "src")) ?: "?",
-			       TERM_TEXT_LOG_LINE);
-		fputs("] ", stdout);
-		term_text_write(stdout, json_string_value(text), json_string_length(text),
-				TERM_TEXT_LOG_LINE);
-		putchar('\n');
-	}
-	json_decref(o);
+	else
+		(void)vm_log_line_print(stdout, line, strlen(line));
 }
 
 /*

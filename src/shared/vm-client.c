@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "macros.h"
 #include "rundir.h"
+#include "term-text.h"
 #include "time-util.h"
 #include "vm-client.h"
 
@@ -75,6 +76,21 @@ int vm_control_request(const char *run_dir, const char *request, int timeout_ms,
 	line_reader_done(&lr);
 	close(fd);
 	return r;
+}
+
+bool vm_log_line_print(FILE *f, const char *line, size_t len)
+{
+	_cleanup_(json_decrefp) json_t *o = json_loadb(line, len, 0, NULL);
+	json_t *text = json_object_get(o, "line");
+
+	if (!json_is_string(text))
+		return false;
+	fputc('[', f);
+	term_text_puts(f, json_string_value(json_object_get(o, "src")) ?: "?", TERM_TEXT_LOG_LINE);
+	fputs("] ", f);
+	term_text_write(f, json_string_value(text), json_string_length(text), TERM_TEXT_LOG_LINE);
+	fputc('\n', f);
+	return true;
 }
 
 json_t *vm_json_load(const char *run_dir)

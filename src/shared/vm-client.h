@@ -2,7 +2,9 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "line-reader.h"
@@ -28,6 +30,13 @@ int vm_socket_connect(const char *run_dir, const char *socket_name);
  * skipped. Returns 0 with the reply in *@ret, or -errno (-ETIME after @timeout_ms).
  */
 int vm_control_request(const char *run_dir, const char *request, int timeout_ms, json_t **ret);
+
+/*
+ * vm_log_line_print() - one line of logs.sock ({"src":..., "line":...}) for a person:
+ * "[src] line" and a newline on @f, the guest's and the app's text neutralised for a
+ * terminal. Returns false, printing nothing, when @line (@len bytes) is not such a record.
+ */
+bool vm_log_line_print(FILE *f, const char *line, size_t len);
 
 /* Load @run_dir/vm.json; NULL when missing or malformed. */
 json_t *vm_json_load(const char *run_dir);

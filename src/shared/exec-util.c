@@ -26,6 +26,12 @@ static int is_executable_file(const char *path)
 
 int find_executable_in_path(const char *name, char **ret_path)
 {
+	return find_executable_in_path_if(name, NULL, NULL, ret_path);
+}
+
+int find_executable_in_path_if(const char *name, executable_accept_t accept, void *userdata,
+			       char **ret_path)
+{
 	_cleanup_free_ char *copy = NULL;
 	const char *path = getenv("PATH");
 	char *save = NULL;
@@ -45,7 +51,7 @@ int find_executable_in_path(const char *name, char **ret_path)
 
 		if (asprintf(&p, "%s/%s", dir, name) < 0)
 			return -ENOMEM;
-		if (is_executable_file(p)) {
+		if (is_executable_file(p) && (!accept || accept(p, userdata))) {
 			*ret_path = p;
 			return 0;
 		}

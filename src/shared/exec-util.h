@@ -20,6 +20,11 @@
  */
 int find_executable_in_path(const char *name, char **ret_path);
 
+/* The same, passing over every candidate @accept says no to (the search goes on). */
+typedef bool (*executable_accept_t)(const char *path, void *userdata);
+int find_executable_in_path_if(const char *name, executable_accept_t accept, void *userdata,
+			       char **ret_path);
+
 /*
  * run_capture() - run @argv with stdin and stderr on /dev/null and collect its stdout.
  * @argv: argv[0] is the program's path; $PATH is not searched.

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "exec-util.h"
@@ -79,6 +81,55 @@ TEST(fork_pipe_carries_bytes)
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	ASSERT_EQ(read(fd, buf, sizeof(buf)), 0);
 	safe_close(fd);
+}
+
+static bool not_in_first(const char *path, void *userdata)
+{
+	return strncmp(path, userdata, strlen(userdata)) != 0;
+}
+
+TEST(path_lookup)
+{
+	char dir[] = "/tmp/berth-test-exec.XXXXXX", a[64], b[64], prog[96], path[256];
+	char *found = NULL;
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	ASSERT_OK(mkdir(a, 0755));
+	ASSERT_OK(mkdir(b, 0755));
+	for (int i = 0; i < 2; i++) {
+		int fd;
+
+		snprintf(prog, sizeof(prog), "%s/berth-test-prog", i ? b : a);
+		fd = open(prog, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+		ASSERT_TRUE(fd >= 0);
+		close(fd);
+	}
+	/* A relative entry is never searched, even first. */
+	snprintf(path, sizeof(path), "berth-rel:%s:%s", a, b);
+	setenv("PATH", path, 1);
+	ASSERT_OK(find_executable_in_path("berth-test-prog", &found));
+	ASSERT_TRUE(strncmp(found, a, strlen(a)) == 0);
+	free(found);
+	ASSERT_OK(find_executable_in_path_if("berth-test-prog", not_in_first, a, &found));
+	ASSERT_TRUE(strncmp(found, b, strlen(b)) == 0);
+	free(found);
+	ASSERT_ERROR(find_executable_in_path("berth-no-such-prog", &found), ENOENT);
+	unsetenv("PATH");
+	ASSERT_ERROR(find_executable_in_path("berth-test-prog", &found), ENOENT);
+	if (saved)
+		setenv("PATH", saved, 1);
+	free(saved);
+	for (int i = 0; i < 2; i++) {
+		snprintf(prog, sizeof(prog), "%s/berth-test-prog", i ? b : a);
+		unlink(prog);
+	}
+	rmdir(a);
+	rmdir(b);
+	rmdir(dir);
 }
 
 int main(void)

@@ -34,26 +34,11 @@ static int try_candidate(const char *path, char **ret_path)
 	return *ret_path ? 0 : -ENOMEM;
 }
 
+/* Absolute $PATH entries only: a relative one names whatever directory berth was started
+ * in, an app's folder for berth dev. */
 static int search_path(char **ret_path)
 {
-	_cleanup_free_ char *copy = NULL;
-	const char *path = getenv("PATH");
-	char *save = NULL;
-
-	if (!path)
-		return -ENOENT;
-	copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		_cleanup_free_ char *p = NULL;
-
-		if (asprintf(&p, "%s/berth-vmm", dir) < 0)
-			return -ENOMEM;
-		if (try_candidate(p, ret_path) == 0)
-			return 0;
-	}
-	return -ENOENT;
+	return find_executable_in_path("berth-vmm", ret_path);
 }
 
 static int search_build_tree(char **ret_path)

@@ -12,8 +12,8 @@
 /*
  * vmm_locate() - find the berth-vmm binary.
  * Order: $BERTH_VMM, @configured (vm.vmm in ~/.berth/config.json; may be NULL),
- * ~/.berth/vm/bin/berth-vmm, $PATH, then the build tree next to this executable
- * (src/berth-vmm/berth-vmm beside src/berth/berth).
+ * ~/.berth/vm/bin/berth-vmm, $PATH (its absolute entries), then the build tree next to
+ * this executable (src/berth-vmm/berth-vmm beside src/berth/berth).
  * Returns 0 and a malloc()ed path, -ENOENT when none is found.
  */
 int vmm_locate(const char *configured, char **ret_path);

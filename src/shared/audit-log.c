@@ -534,6 +534,29 @@ static int terminate_torn_line(int fd, uint64_t *size)
 	return RET_NERRNO(fdatasync(fd));
 }
 
+/* The current segment, opened (or created) under the lock, and its size once a torn last
+ * line is ended. */
+static int open_current_sized(AuditSink *s, int *ret_fd, uint64_t *ret_size)
+{
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+	uint64_t size;
+	int r;
+
+	r = open_current(s, &fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	size = (uint64_t)st.st_size;
+	r = terminate_torn_line(fd, &size);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(fd);
+	*ret_size = size;
+	return 0;
+}
+
 /* The last line of @fd (of @size bytes) the sink may chain to, or NULL. Looks back through
  * a window that grows to TAIL_WINDOW_MAX, then reads the whole segment. */
 static int segment_last_record(int fd, uint64_t size, json_t **ret)
@@ -672,7 +695,6 @@ int audit_sink_open(const char *path, bool capture_payloads, AuditSink **ret)
 	_cleanup_free_ char *lock_path = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	_cleanup_(unlockp) int *locked = NULL;
-	struct stat st;
 	uint64_t size;
 	char *slash;
 	int r;
@@ -711,13 +733,7 @@ int audit_sink_open(const char *path, bool capture_payloads, AuditSink **ret)
 		return r;
 	locked = &s->lock_fd;
 
-	r = open_current(s, &fd);
-	if (r < 0)
-		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	size = (uint64_t)st.st_size;
-	r = terminate_torn_line(fd, &size);
+	r = open_current_sized(s, &fd, &size);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(s);
@@ -830,7 +846,6 @@ int audit_append(AuditSink *s, json_t *event)
 	_cleanup_(unlockp) int *locked = NULL;
 	char prev[SHA256_HEX_LEN + 1] = AUDIT_GENESIS_HASH, ts[80];
 	json_int_t seq = 1;
-	struct stat st;
 	uint64_t size;
 	size_t len = 0;
 	int r;
@@ -843,13 +858,7 @@ int audit_append(AuditSink *s, json_t *event)
 		return r;
 	locked = &s->lock_fd;
 	/* Reopened on every append: another writer may have rotated the file since. */
-	r = open_current(s, &fd);
-	if (r < 0)
-		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	size = (uint64_t)st.st_size;
-	r = terminate_torn_line(fd, &size);
+	r = open_current_sized(s, &fd, &size);
 	if (r < 0)
 		return r;
 	r = trail_last_record(s, fd, size, &last);

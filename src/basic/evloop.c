@@ -9,7 +9,6 @@
 #include <sys/pidfd.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "evloop.h"
@@ -85,11 +84,7 @@ struct EvLoop {
 
 uint64_t ev_time_now(void)
 {
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail with a valid pointer. */
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
+	return now_usec();
 }
 
 /* ---- timer heap ---- */
@@ -565,29 +560,9 @@ int ev_add_post(EvLoop *e, EvSource **ret, ev_handler_t cb, void *userdata)
 
 /* ---- accessors ---- */
 
-void *ev_source_get_userdata(EvSource *s)
-{
-	return s ? s->userdata : NULL;
-}
-
-void *ev_source_set_userdata(EvSource *s, void *userdata)
-{
-	void *old = s->userdata;
-
-	s->userdata = userdata;
-	return old;
-}
-
 EvLoop *ev_source_get_loop(EvSource *s)
 {
 	return s ? s->loop : NULL;
-}
-
-int ev_source_get_io_fd(EvSource *s)
-{
-	if (!s || s->type != EV_SOURCE_IO)
-		return -EINVAL;
-	return s->io.fd;
 }
 
 int ev_source_set_io_events(EvSource *s, uint32_t events)
@@ -612,7 +587,7 @@ int ev_source_set_io_fd_own(EvSource *s, bool own)
 	return 0;
 }
 
-int ev_source_set_time(EvSource *s, uint64_t usec)
+static int ev_source_set_time(EvSource *s, uint64_t usec)
 {
 	if (!s || s->dead || s->type != EV_SOURCE_TIME)
 		return -EINVAL;
@@ -635,14 +610,6 @@ int ev_source_set_time_relative(EvSource *s, uint64_t usec)
 	return ev_source_set_time(s, usec > UINT64_MAX - now ? UINT64_MAX : now + usec);
 }
 
-int ev_source_get_time(EvSource *s, uint64_t *ret)
-{
-	if (!s || s->type != EV_SOURCE_TIME)
-		return -EINVAL;
-	*ret = s->time.usec;
-	return 0;
-}
-
 pid_t ev_source_get_child_pid(EvSource *s)
 {
 	if (!s || s->type != EV_SOURCE_CHILD)
@@ -659,11 +626,6 @@ int ev_source_send_child_signal(EvSource *s, int sig)
 	if (s->child.reaped || s->child.pidfd < 0)
 		return -ESRCH;
 	return RET_NERRNO(pidfd_send_signal(s->child.pidfd, sig, NULL, 0));
-}
-
-uint64_t ev_now(EvLoop *e)
-{
-	return e->now;
 }
 
 int ev_exit(EvLoop *e, int code)

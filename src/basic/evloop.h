@@ -33,13 +33,12 @@
 #include <sys/wait.h>
 
 #include "macros.h"
+#include "time-util.h"
 
 typedef struct EvLoop EvLoop;
 typedef struct EvSource EvSource;
 
 #define EV_USEC_INFINITY UINT64_MAX
-#define USEC_PER_SEC UINT64_C(1000000)
-#define USEC_PER_MSEC UINT64_C(1000)
 
 enum {
 	EV_OFF = 0,
@@ -53,7 +52,7 @@ typedef int (*ev_signal_handler_t)(EvSource *s, const struct signalfd_siginfo *s
 typedef int (*ev_child_handler_t)(EvSource *s, const siginfo_t *si, void *userdata);
 typedef int (*ev_handler_t)(EvSource *s, void *userdata);
 
-/* Current CLOCK_MONOTONIC time in microseconds. */
+/* The loop's clock: now_usec(), CLOCK_MONOTONIC in microseconds. */
 uint64_t ev_time_now(void);
 
 /*
@@ -85,7 +84,7 @@ int ev_add_io(EvLoop *e, EvSource **ret, int fd, uint32_t events, ev_io_handler_
 /*
  * ev_add_time() - call @cb once CLOCK_MONOTONIC reaches @usec (absolute, microseconds).
  * ev_add_time_relative() takes a delay from now. Both are EV_ONESHOT: re-arm with
- * ev_source_set_time*() and ev_source_set_enabled().
+ * ev_source_set_time_relative() and ev_source_set_enabled().
  */
 int ev_add_time(EvLoop *e, EvSource **ret, uint64_t usec, ev_time_handler_t cb, void *userdata);
 int ev_add_time_relative(EvLoop *e, EvSource **ret, uint64_t usec, ev_time_handler_t cb,
@@ -123,26 +122,18 @@ EvSource *ev_source_free(EvSource *s);
 
 int ev_source_set_enabled(EvSource *s, int enabled);
 int ev_source_get_enabled(EvSource *s);
-void *ev_source_get_userdata(EvSource *s);
-void *ev_source_set_userdata(EvSource *s, void *userdata);
 EvLoop *ev_source_get_loop(EvSource *s);
 
-int ev_source_get_io_fd(EvSource *s);
 int ev_source_set_io_events(EvSource *s, uint32_t events);
 /* Close the io fd when the source is freed. */
 int ev_source_set_io_fd_own(EvSource *s, bool own);
 
-int ev_source_set_time(EvSource *s, uint64_t usec);
 int ev_source_set_time_relative(EvSource *s, uint64_t usec);
-int ev_source_get_time(EvSource *s, uint64_t *ret);
 
 /* The child's pid, or -ESRCH once it has been reaped. */
 pid_t ev_source_get_child_pid(EvSource *s);
 /* Send @sig through the pidfd; -ESRCH once reaped. */
 int ev_source_send_child_signal(EvSource *s, int sig);
-
-/* CLOCK_MONOTONIC as sampled when the current iteration woke up. */
-uint64_t ev_now(EvLoop *e);
 
 /*
  * ev_run() - run one iteration: wait up to @timeout_usec (EV_USEC_INFINITY: no limit) for

@@ -214,8 +214,3 @@ size_t line_conn_pending(const LineConn *c)
 {
 	return c->out_len;
 }
-
-void *line_conn_get_userdata(LineConn *c)
-{
-	return c->userdata;
-}

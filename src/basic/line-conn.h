@@ -29,4 +29,3 @@ void line_conn_close_after_flush(LineConn *c);
 /* Close now; on_close is not called. Accepts NULL; returns NULL. */
 LineConn *line_conn_free(LineConn *c);
 size_t line_conn_pending(const LineConn *c);
-void *line_conn_get_userdata(LineConn *c);

@@ -26,16 +26,6 @@ void log_setup(const char *program, int max_level)
 		log_max_level = *env - '0';
 }
 
-void log_set_max_level(int level)
-{
-	log_max_level = level;
-}
-
-int log_get_max_level(void)
-{
-	return log_max_level;
-}
-
 void log_set_extra_fd(int fd)
 {
 	log_extra_fd = fd;

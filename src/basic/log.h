@@ -20,8 +20,6 @@ enum {
 
 /* Set the program name shown before every line and the maximum level shown. */
 void log_setup(const char *program, int max_level);
-void log_set_max_level(int level);
-int log_get_max_level(void);
 /* Mirror every line to @fd as well (e.g. a log file), -1 to stop. */
 void log_set_extra_fd(int fd);
 /* Write at most @max_bytes of lines (counted once, whether they go to one output or two),

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flow.h"
 #include "log.h"
 #include "mux-io.h"
 
@@ -25,13 +26,10 @@ struct Bridge {
 	MuxStream *stream;
 	int fd;
 	EvSource *source;
-	/* Bytes from the peer not yet written to @fd; never more than our receive window. */
-	uint8_t *buf;
-	size_t head, tail;
-	bool is_socket;
-	bool local_eof;	 /* read() == 0 on @fd; CLOSE sent */
-	bool remote_eof; /* CLOSE received */
-	bool shut_wr;	 /* the peer's CLOSE was passed on to @fd */
+	/* Bytes from the peer not yet written to @fd, never more than our receive window;
+	 * its eof is the peer's CLOSE, its shut that CLOSE passed on to @fd. */
+	Flow in;
+	bool local_eof; /* read() == 0 on @fd; CLOSE sent */
 	Bridge *prev, *next;
 };
 
@@ -111,7 +109,7 @@ static void bridge_free(Bridge *b)
 		mux_stream_set_userdata(b->stream, NULL);
 		mux_stream_release(b->stream);
 	}
-	free(b->buf);
+	flow_done(&b->in);
 	free(b);
 }
 
@@ -131,7 +129,7 @@ static void bridge_update(Bridge *b)
 	if (!b->local_eof && !io->paused && io->state == MUX_IO_READY &&
 	    mux_stream_get_credit(b->stream) > 0)
 		events |= EPOLLIN;
-	if (b->tail > b->head)
+	if (flow_wants_write(&b->in))
 		events |= EPOLLOUT;
 	if (events == 0) {
 		(void)ev_source_set_enabled(b->source, EV_OFF);
@@ -151,30 +149,14 @@ static void bridges_update_all(MuxIo *io)
  * Returns 1 when the bridge is finished (freed), 0, or -errno. */
 static int bridge_flush_local(Bridge *b)
 {
-	while (b->tail > b->head) {
-		ssize_t n =
-			write_nosignal(b->fd, b->is_socket, b->buf + b->head, b->tail - b->head);
+	ssize_t n = flow_write(&b->in, b->fd);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				break;
-			return -errno;
-		}
-		b->head += (size_t)n;
+	if (n < 0)
+		return (int)n;
+	if (n > 0)
 		(void)mux_stream_ack(b->stream, (size_t)n);
-	}
-	if (b->head == b->tail)
-		b->head = b->tail = 0;
-	if (b->remote_eof && b->tail == 0 && !b->shut_wr) {
-		/* Pass the half-close on; only a socket can take it without losing its read
-		 * side. */
-		if (b->is_socket)
-			(void)shutdown(b->fd, SHUT_WR);
-		b->shut_wr = true;
-	}
-	if (b->local_eof && b->shut_wr) {
+	(void)flow_pass_eof(&b->in, b->fd);
+	if (b->local_eof && b->in.shut) {
 		bridge_free(b);
 		return 1;
 	}
@@ -252,7 +234,8 @@ static int bridge_new(MuxIo *io, MuxStream *stream, int fd, Bridge **ret)
 	b->io = io;
 	b->fd = fd;
 	b->stream = stream;
-	b->is_socket = fd_is_socket(fd);
+	b->in = FLOW_INIT(io->cfg.mux.window);
+	b->in.not_socket = !fd_is_socket(fd);
 	r = ev_add_io(io->loop, &b->source, fd, EPOLLIN, on_bridge_io, b);
 	if (r < 0) {
 		free(b);
@@ -271,28 +254,14 @@ static int bridge_new(MuxIo *io, MuxStream *stream, int fd, Bridge **ret)
 
 static void bridge_on_data(Bridge *b, const uint8_t *data, size_t size)
 {
-	size_t cap = b->io->cfg.mux.window;
+	ssize_t n = flow_put(&b->in, data, size);
 	int r;
 
-	if (!b->buf) {
-		b->buf = malloc(cap);
-		if (!b->buf) {
-			bridge_abort(b, -ENOMEM);
-			return;
-		}
-	}
-	if (cap - b->tail < size && b->head > 0) {
-		memmove(b->buf, b->buf + b->head, b->tail - b->head);
-		b->tail -= b->head;
-		b->head = 0;
-	}
 	/* The core checked the peer's credit, so this always fits. */
-	if (cap - b->tail < size) {
-		bridge_abort(b, -ENOBUFS);
+	if (n < 0 || (size_t)n < size) {
+		bridge_abort(b, n < 0 ? (int)n : -ENOBUFS);
 		return;
 	}
-	memcpy(b->buf + b->tail, data, size);
-	b->tail += size;
 	r = bridge_flush_local(b);
 	if (r < 0)
 		bridge_abort(b, r);
@@ -377,7 +346,7 @@ static void dispatch_event(MuxIo *io, const MuxEvent *ev)
 		if (b) {
 			int r;
 
-			b->remote_eof = true;
+			b->in.eof = true;
 			r = bridge_flush_local(b);
 			if (r < 0)
 				bridge_abort(b, r);
@@ -616,7 +585,8 @@ MuxIo *mux_io_free(MuxIo *io)
 	return NULL;
 }
 
-void mux_io_drop_transport(MuxIo *io)
+/* Close the transport (session reset, MUX_IO_DISCONNECTED). */
+static void mux_io_drop_transport(MuxIo *io)
 {
 	if (io->fd < 0)
 		return;

@@ -88,8 +88,6 @@ static inline void mux_io_freep(MuxIo **io)
  * a fresh handshake starts (the host sends HELLO under a new epoch).
  */
 int mux_io_set_transport(MuxIo *io, int fd);
-/* Close the transport (session reset, MUX_IO_DISCONNECTED). */
-void mux_io_drop_transport(MuxIo *io);
 
 /* Route the peer's opens of @port to @cb. -EEXIST if taken, -ENOSPC past MUX_IO_LISTEN_MAX. */
 int mux_io_listen(MuxIo *io, uint32_t port, mux_io_accept_handler_t cb, void *userdata);

@@ -2,11 +2,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "mux.h"
+#include "random-util.h"
 
 /* Room for two of the largest frames, so one whole frame always fits after compaction. */
 #define MUX_INPUT_SIZE (2 * (MUX_HEADER_SIZE + MUX_FRAME_PAYLOAD_MAX))
@@ -403,14 +401,8 @@ static uint32_t epoch_new(Mux *m)
 
 	if (m->cfg.test_epoch != 0)
 		e = m->cfg.test_epoch + m->sessions;
-	else if (getrandom(&e, sizeof(e), GRND_NONBLOCK) != sizeof(e)) {
-		/* Early boot without entropy: the epoch only has to differ from the last ones
-		 * and from anything stale bytes could hold, so mix the clock and pid. */
-		struct timespec ts;
-
-		(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-		e = (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec * 2654435761u ^ (uint32_t)getpid();
-	}
+	else
+		random_bytes(&e, sizeof(e)); /* it only has to differ from the last ones */
 	if (e == 0 || e == m->epoch)
 		e = m->epoch + 1 ? m->epoch + 1 : 1;
 	m->sessions++;
@@ -1063,11 +1055,6 @@ uint32_t mux_stream_get_id(MuxStream *s)
 uint32_t mux_stream_get_port(MuxStream *s)
 {
 	return s->port;
-}
-
-int mux_stream_get_error(MuxStream *s)
-{
-	return s->error;
 }
 
 bool mux_stream_is_incoming(MuxStream *s)

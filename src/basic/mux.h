@@ -236,8 +236,6 @@ void mux_stream_release(MuxStream *s);
 
 uint32_t mux_stream_get_id(MuxStream *s);
 uint32_t mux_stream_get_port(MuxStream *s);
-/* 0 while healthy, else the negative errno it failed with. */
-int mux_stream_get_error(MuxStream *s);
 /* True when the stream was opened by the peer. */
 bool mux_stream_is_incoming(MuxStream *s);
 /* Bytes received and not yet acked. */

@@ -955,7 +955,7 @@ static int on_pending_timer(EvSource *s, uint64_t usec, void *userdata)
 			int fd = a->state == APP_READY ? connect_app(a) : -EAGAIN;
 
 			if (fd >= 0)
-				(void)fd_splice_new(apps_loop, p->fd, fd);
+				(void)fd_splice_new(apps_loop, p->fd, fd, NULL, NULL);
 			else if (fd == -EPERM || usec > p->deadline || a->state == APP_EXITED)
 				safe_close(p->fd);
 			else

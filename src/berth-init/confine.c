@@ -262,10 +262,3 @@ int confine_app_cgroup(const char *name, AppConfinement *c, char *why, size_t wh
 				c->cgroup + strlen(CGROUP_ROOT), "limits", c->cgroup_limits));
 	return 0;
 }
-
-void confine_done(AppConfinement *c)
-{
-	c->policy = capability_policy_free(c->policy);
-	json_decref(c->cgroup_limits);
-	c->cgroup_limits = NULL;
-}

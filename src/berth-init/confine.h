@@ -49,5 +49,3 @@ int confine_cgroups_setup(void);
 /* /berth/apps/<name> with the policy's cgroupLimits, read back; -EPERM with @why when a
  * limit did not apply (the app is then refused in strict mode). */
 int confine_app_cgroup(const char *name, AppConfinement *c, char *why, size_t whylen);
-
-void confine_done(AppConfinement *c);

@@ -14,7 +14,7 @@
 
 #define MAGIC "BERTHSEC1\n"
 
-int secrets_name_valid(const char *name)
+static int secrets_name_valid(const char *name)
 {
 	if (!name || !*name || strlen(name) > 128)
 		return 0;

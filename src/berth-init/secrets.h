@@ -30,5 +30,3 @@ int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, c
 
 /* The names only, for the boot event: {"apps":{"gh":["T"]},"shared":["A"]}. */
 json_t *secrets_names(const json_t *secrets);
-
-int secrets_name_valid(const char *name);

@@ -19,6 +19,7 @@
 #include "line-split.h"
 #include "log.h"
 #include "macros.h"
+#include "time-util.h"
 #include "tsc.h"
 #include "vm-diag.h"
 
@@ -39,29 +40,13 @@ AccelMode accel_mode_from_string(const char *s)
 	return _ACCEL_MODE_INVALID;
 }
 
-const char *accel_mode_to_string(AccelMode m)
+static const char *accel_mode_to_string(AccelMode m)
 {
 	return m >= 0 && m < _ACCEL_MODE_MAX ? mode_names[m] : NULL;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void iso_now(char ret[40])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(ret, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-bool accel_kvm_usable(char *why, size_t size)
+/* Whether this user can open /dev/kvm read-write; @why gets the error when not. */
+static bool accel_kvm_usable(char *why, size_t size)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 
@@ -136,7 +121,7 @@ static void trial_from_json(json_t *o, AccelTrial *t)
 	snprintf(t->why, sizeof(t->why), "%s", json_string_value(json_object_get(o, "why")) ?: "");
 }
 
-json_t *accel_verdict_to_json(const AccelVerdict *v)
+static json_t *accel_verdict_to_json(const AccelVerdict *v)
 {
 	json_t *trials = json_object();
 
@@ -365,7 +350,7 @@ static void probe_all(AccelHost *h, AccelVerdict *v)
 	AccelTrial *tcg = &v->trial[ACCEL_TCG], *kvm = &v->trial[ACCEL_KVM];
 
 	*v = (AccelVerdict){.best = _ACCEL_INVALID};
-	iso_now(v->probed_at);
+	now_rfc3339(v->probed_at, sizeof(v->probed_at), false);
 	/* TCG first: it always exists, warms the page cache for both, and its time is the
 	 * bar KVM has to beat, so KVM never gets longer than that. */
 	tcg->usable = true;

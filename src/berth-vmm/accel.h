@@ -70,7 +70,6 @@ typedef struct AccelChoice {
 } AccelChoice;
 
 AccelMode accel_mode_from_string(const char *s);
-const char *accel_mode_to_string(AccelMode m);
 
 /*
  * accel_verdict() - the probe's verdict for this host: from the cache when its key still
@@ -90,11 +89,7 @@ int accel_verdict(AccelHost *h, bool reprobe, AccelVerdict *ret);
 int accel_choose(AccelHost *h, AccelMode mode, const char *source, AccelChoice *ret, char *err,
 		 size_t errlen);
 
-json_t *accel_verdict_to_json(const AccelVerdict *v);
 json_t *accel_choice_to_json(const AccelChoice *c);
-
-/* Whether this user can open /dev/kvm read-write; @why gets the error when not. */
-bool accel_kvm_usable(char *why, size_t size);
 
 /*
  * accel_settings() - resolve --accel and --qemu (@accel_flag, @qemu_flag: NULL when not

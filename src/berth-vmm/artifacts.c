@@ -11,14 +11,7 @@
 #include "artifacts.h"
 #include "digest.h"
 #include "macros.h"
-
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+#include "time-util.h"
 
 static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_match, char *err,
 		    size_t errlen)

@@ -2,8 +2,8 @@
 /*
  * The host egress dialer (egress-dialer.h). Each guest stream to port 1026 is bridged by
  * the MuxIo to one end of a socketpair; the dialer serves the other end: it reads the
- * request line, decides, and then splices that end with the TCP connection, counting
- * bytes each way.
+ * request line, decides, and then splices that end with the TCP connection (fd-splice.h),
+ * counting bytes each way.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "egress-dialer.h"
+#include "fd-splice.h"
 #include "log.h"
 #include "macros.h"
 
@@ -28,7 +29,6 @@
 #define CONNECT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 /* After an error line: how long the guest's unread bytes are drained before closing. */
 #define DRAIN_TIMEOUT_USEC (5 * USEC_PER_SEC)
-#define TUNNEL_BUFFER (64 * 1024)
 #define ADDRESSES_MAX 8
 /* Streams in any state at once, tunnels and refusals alike (the mux caps the guest's
  * streams at 256 too). */
@@ -55,14 +55,6 @@ typedef struct Resolve {
 	int sys_errno;
 	struct addrinfo *res;
 } Resolve;
-
-typedef struct Flow {
-	uint8_t *buf;
-	size_t len;
-	bool eof;  /* the reading side ended */
-	bool shut; /* passed on as shutdown(SHUT_WR) */
-	uint64_t bytes;
-} Flow;
 
 typedef struct Dial Dial;
 
@@ -96,7 +88,9 @@ struct Dial {
 	char address[INET6_ADDRSTRLEN];
 	int tcp_fd;
 	EvSource *tcp_src;
-	Flow up, down; /* guest → remote, remote → guest */
+	size_t first_len;  /* what followed the request line in @req: the first payload */
+	FdSplice *splice;  /* the tunnel, which owns both fds then */
+	uint64_t bytes[2]; /* guest → remote, remote → guest */
 };
 
 /* Worker threads alive, including those whose dial gave up on them. */
@@ -168,11 +162,14 @@ static void dial_free(Dial *c)
 {
 	EgressDialer *d = c->d;
 
+	if (c->splice)
+		fd_splice_bytes(c->splice, c->bytes);
+	c->splice = fd_splice_free(c->splice);
 	if (c->state == DIAL_TUNNEL)
-		log_json(d, json_pack("{s:s, s:s, s:I, s:I, s:I}", "source", "berth-vmm", "event",
-				      "egress_closed", "id", (json_int_t)c->id, "bytesUp",
-				      (json_int_t)c->up.bytes, "bytesDown",
-				      (json_int_t)c->down.bytes));
+		log_json(d,
+			 json_pack("{s:s, s:s, s:I, s:I, s:I}", "source", "berth-vmm", "event",
+				   "egress_closed", "id", (json_int_t)c->id, "bytesUp",
+				   (json_int_t)c->bytes[0], "bytesDown", (json_int_t)c->bytes[1]));
 	if (c->active)
 		d->n_active--;
 	d->n_dials--;
@@ -189,8 +186,6 @@ static void dial_free(Dial *c)
 	resolve_unref(c->resolve);
 	safe_close(c->guest_fd);
 	safe_close(c->tcp_fd);
-	free(c->up.buf);
-	free(c->down.buf);
 	free(c);
 }
 
@@ -257,68 +252,19 @@ static void dial_refuse(Dial *c, const char *decision, const char *code, const c
 
 /* --- the tunnel ------------------------------------------------------------------- */
 
-/* Move @f's buffer to @to; returns -errno on a hard error. */
-static int flow_write(Flow *f, int to)
-{
-	while (f->len > 0) {
-		ssize_t n = send(to, f->buf, f->len, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		memmove(f->buf, f->buf + n, f->len - (size_t)n);
-		f->len -= (size_t)n;
-		f->bytes += (uint64_t)n;
-	}
-	if (f->eof && !f->shut) {
-		(void)shutdown(to, SHUT_WR);
-		f->shut = true;
-	}
-	return 0;
-}
-
-static int flow_read(Flow *f, int from)
-{
-	ssize_t n;
-
-	if (f->eof || f->len >= TUNNEL_BUFFER)
-		return 0;
-	n = read(from, f->buf + f->len, TUNNEL_BUFFER - f->len);
-	if (n > 0)
-		f->len += (size_t)n;
-	else if (n == 0)
-		f->eof = true;
-	else if (errno != EAGAIN && errno != EINTR)
-		return -errno;
-	return 0;
-}
-
 static void watch(EvSource *s, uint32_t events)
 {
 	(void)ev_source_set_io_events(s, events);
 	(void)ev_source_set_enabled(s, events ? EV_ON : EV_OFF);
 }
 
-static int on_tunnel(EvSource *src, int fd, uint32_t revents, void *userdata)
+static void on_tunnel_done(FdSplice *s, int error, void *userdata)
 {
 	Dial *c = userdata;
-	int r;
 
-	r = flow_read(&c->up, c->guest_fd);
-	if (r >= 0)
-		r = flow_read(&c->down, c->tcp_fd);
-	if (r >= 0)
-		r = flow_write(&c->up, c->tcp_fd);
-	if (r >= 0)
-		r = flow_write(&c->down, c->guest_fd);
-	if (r < 0 || (c->up.shut && c->down.shut)) {
-		dial_free(c);
-		return 0;
-	}
-	watch(c->guest_src, (!c->up.eof && c->up.len < TUNNEL_BUFFER ? EPOLLIN : 0) |
-				    (c->down.len ? EPOLLOUT : 0));
-	watch(c->tcp_src, (!c->down.eof && c->down.len < TUNNEL_BUFFER ? EPOLLIN : 0) |
-				  (c->up.len ? EPOLLOUT : 0));
-	return 0;
+	fd_splice_bytes(s, c->bytes);
+	c->splice = NULL;
+	dial_free(c);
 }
 
 static void tunnel_start(Dial *c, const EgressPattern *p)
@@ -339,15 +285,15 @@ static void tunnel_start(Dial *c, const EgressPattern *p)
 		return;
 	}
 	c->guest_src = ev_source_free(c->guest_src);
-	r = ev_add_io(c->d->loop, &c->guest_src, c->guest_fd, EPOLLIN, on_tunnel, c);
-	if (r >= 0)
-		r = ev_add_io(c->d->loop, &c->tcp_src, c->tcp_fd, EPOLLIN, on_tunnel, c);
-	if (r < 0) {
-		dial_free(c);
-		return;
-	}
 	/* Bytes the guest sent right behind its request line go first. */
-	(void)on_tunnel(c->guest_src, c->guest_fd, 0, c);
+	r = fd_splice_new(c->d->loop, TAKE_FD(c->guest_fd), TAKE_FD(c->tcp_fd),
+			  &(FdSpliceConfig){.first = c->req + c->req_len - c->first_len,
+					    .first_len = c->first_len,
+					    .done = on_tunnel_done,
+					    .userdata = c},
+			  &c->splice);
+	if (r < 0)
+		dial_free(c);
 }
 
 /* --- connecting --------------------------------------------------------------------- */
@@ -575,7 +521,6 @@ static void dial_request(Dial *c, size_t line_len)
 {
 	const EgressConfig *cfg = c->d->cfg;
 	char error[ERROR_MAX], why[256];
-	size_t rest;
 
 	if (egress_request_parse(c->req, line_len, &c->target, why, sizeof(why)) < 0) {
 		snprintf(
@@ -587,15 +532,7 @@ static void dial_request(Dial *c, size_t line_len)
 	}
 	c->parsed = true;
 	/* What followed the newline is the guest's first payload. */
-	rest = c->req_len - line_len - 1;
-	c->up.buf = malloc(TUNNEL_BUFFER);
-	c->down.buf = malloc(TUNNEL_BUFFER);
-	if (!c->up.buf || !c->down.buf) {
-		dial_refuse(c, "failed", "busy", "egress busy: out of memory; retry shortly");
-		return;
-	}
-	memcpy(c->up.buf, c->req + line_len + 1, rest);
-	c->up.len = rest;
+	c->first_len = c->req_len - line_len - 1;
 	if (!egress_allowlist_match(&cfg->allow, c->target.host, c->target.port)) {
 		snprintf(
 			error, sizeof(error),

@@ -12,6 +12,7 @@
 #include "egress-policy.h"
 #include "host-glob.h"
 #include "macros.h"
+#include "parse-util.h"
 
 typedef struct Block {
 	uint8_t addr[16];
@@ -266,19 +267,6 @@ void egress_pattern_done(EgressPattern *p)
 	*p = (EgressPattern){};
 }
 
-static int parse_port(const char *s, uint16_t *ret)
-{
-	unsigned long v;
-
-	if (!*s || strlen(s) > 5 || !all_of(s, strlen(s), "0123456789"))
-		return -EINVAL;
-	v = strtoul(s, NULL, 10);
-	if (v < 1 || v > 65535)
-		return -EINVAL;
-	*ret = (uint16_t)v;
-	return 0;
-}
-
 int egress_pattern_parse(const char *scope, EgressPattern *ret, char *err, size_t errsize)
 {
 	_cleanup_free_ char *s = strdup(scope), *host = NULL, *text = NULL;
@@ -348,7 +336,7 @@ int egress_pattern_parse(const char *scope, EgressPattern *ret, char *err, size_
 		p.default_ports = true;
 	else if (streq(port_text, "*"))
 		p.any_port = true;
-	else if (parse_port(port_text, &p.port) < 0) {
+	else if (parse_port(port_text, strlen(port_text), &p.port) < 0) {
 		snprintf(err, errsize, "--egress-allow %s: the port must be 1 to 65535 or *",
 			 scope);
 		return -EINVAL;

@@ -322,22 +322,10 @@ static int qemu_wait(Engine *e, int *ret_status)
 	return 0;
 }
 
-static json_t *qemu_describe(Engine *e)
-{
-	json_t *argv = json_array();
-
-	for (char **p = e->argv; p && *p; p++)
-		json_array_append_new(argv, json_string(*p));
-	return json_pack("{s:s, s:s, s:i, s:o}", "engine", "qemu", "accelerator",
-			 accel_to_string(e->accel), "pid", (int)e->pid, "argv", argv);
-}
-
 const EngineOps engine_qemu_ops = {
-	.name = "qemu",
 	.start = qemu_start,
 	.stop = qemu_stop,
 	.wait = qemu_wait,
-	.describe = qemu_describe,
 };
 
 void engine_done(Engine *e)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -11,7 +10,7 @@
 /*
  * What a VM is made of, independent of the engine that runs it. Today the one engine is
  * QEMU's microvm, under KVM or TCG as accel.h chooses; another (libkrun, say) would
- * implement the same four operations.
+ * implement the same three operations.
  */
 
 #define VM_DISKS_MAX 8
@@ -59,15 +58,12 @@ typedef struct VmConfig {
 typedef struct Engine Engine;
 
 typedef struct EngineOps {
-	const char *name;
 	/* Start the VM; on success the engine owns a child process. */
 	int (*start)(Engine *e, const VmConfig *cfg);
 	/* Ask the VM to stop now (the guest had its chance to power off). */
 	int (*stop)(Engine *e);
 	/* Wait until the VM is gone; the engine's exit status in *ret_status. */
 	int (*wait)(Engine *e, int *ret_status);
-	/* engine, accelerator, pid and the command line (nothing secret is ever on it). */
-	json_t *(*describe)(Engine *e);
 } EngineOps;
 
 struct Engine {

@@ -17,13 +17,16 @@
 
 #include "boot-disk.h"
 #include "digest.h"
+#include "exec-util.h"
 #include "fileio.h"
 #include "log.h"
 #include "macros.h"
 #include "manifest.h"
 #include "parse-util.h"
 #include "paths.h"
+#include "random-util.h"
 #include "rundir.h"
+#include "time-util.h"
 #include "tsc.h"
 #include "vmm-run.h"
 
@@ -376,17 +379,14 @@ static int open_state_disk(Vmm *v)
 	v->state_size = (uint64_t)st.st_size;
 	/* Measured before boot, for attestation: what the VM started from. */
 	{
-		struct timespec t0, t1;
+		int64_t t0 = now_ms();
 		int r;
 
-		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = sha256_chunked_fd_hex(fd, 1024 * 1024, v->state_sha256, &v->state_hashed_bytes);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (r < 0)
 			return log_error_errno(r, "cannot measure the state disk %s: %m",
 					       v->args.state);
-		v->state_hash_ms =
-			(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		v->state_hash_ms = now_ms() - t0;
 	}
 	return 0;
 }
@@ -521,34 +521,6 @@ static int pack_shares(Vmm *v)
 			return log_error_errno(errno, "cannot open %s: %m", app->image);
 	}
 	return 0;
-}
-
-static void make_boot_id(char ret[37])
-{
-	unsigned char b[16];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || read(fd, b, sizeof(b)) != sizeof(b))
-		memset(b, 0, sizeof(b));
-	safe_close(fd);
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(ret, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
-}
-
-static void iso_now(char ret[40])
-{
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	char date[32];
-
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(ret, 40, "%s.%03dZ", date, (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
 #define CMDLINE_MAX 2048
@@ -709,8 +681,8 @@ static int prepare(Vmm *v)
 		r = pack_shares(v);
 	if (r < 0)
 		return r;
-	make_boot_id(v->boot_id);
-	iso_now(v->started_at);
+	random_uuid(v->boot_id);
+	now_rfc3339(v->started_at, sizeof(v->started_at), true);
 	return build_vm_config(v);
 }
 
@@ -747,30 +719,25 @@ static void cleanup(Vmm *v)
  */
 static int detach(int *ret_ready_fd)
 {
-	int pipefd[2];
 	char buf[4096];
 	ssize_t n;
 	pid_t pid;
-	int ok = 0;
+	int fd, ok = 0;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
+	pid = fork_pipe(&fd);
 	if (pid < 0)
-		return -errno;
+		return pid;
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-		close(pipefd[0]);
 		setsid();
 		dup2(null, STDIN_FILENO);
 		dup2(null, STDOUT_FILENO);
-		*ret_ready_fd = pipefd[1];
+		*ret_ready_fd = fd;
 		return 0;
 	}
-	close(pipefd[1]);
 	/* The child writes JSON lines, then "ok" or "error: ..." as its last line. */
-	while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) {
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		(void)loop_write(STDERR_FILENO, buf, (size_t)n);
 		if (memmem(buf, (size_t)n, "\nok\n", 4) || (n >= 3 && !memcmp(buf, "ok\n", 3)))
 			ok = 1;

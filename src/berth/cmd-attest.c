@@ -19,6 +19,7 @@
 #include "macros.h"
 #include "paths.h"
 #include "term-text.h"
+#include "time-util.h"
 
 #define KNOWN_RUNS_SHOWN 10
 
@@ -218,7 +219,7 @@ int cmd_attest(int argc, char **argv)
 	if (!apath)
 		return log_error("cannot tell where the audit trail is: set BERTH_AUDIT_PATH"), 1;
 
-	attest_now_rfc3339(now, sizeof(now));
+	now_rfc3339(now, sizeof(now), false);
 	r = attest_run_record(runs, apath, run_id, now, &rec, &error);
 	/* The reason may quote the evidence, which holds what the guest reported. */
 	shown = term_text_dup(error, TERM_TEXT_LOG_LINE);

@@ -34,6 +34,7 @@
 #include "runtime-select.h"
 #include "source-dir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 #include "vmm.h"
@@ -94,21 +95,11 @@ static void detach_logs(Dev *d)
 
 static void print_log_line(Dev *d, const char *line, size_t len)
 {
-	json_t *o = json_loadb(line, len, 0, NULL), *text = json_object_get(o, "line");
-
 	/* The app's and the guest's text, on its way to a terminal. */
-	if (json_is_string(text)) {
-		putchar('[');
-		term_text_puts(stdout, json_string_value(json_object_get(o, "src")) ?: "?",
-			       TERM_TEXT_LOG_LINE);
-		fputs("] ", stdout);
-		term_text_write(stdout, json_string_value(text), json_string_length(text),
-				TERM_TEXT_LOG_LINE);
-		putchar('\n');
+	if (vm_log_line_print(stdout, line, len)) {
 		free(d->last_line);
 		d->last_line = strndup(line, len);
 	}
-	json_decref(o);
 }
 
 typedef struct CatchUp {
@@ -188,7 +179,7 @@ static int on_log(EvSource *s, int fd, uint32_t revents, void *userdata)
 	int r;
 
 	/* Everything already read is handed out; then one read(). */
-	while ((r = line_reader_next(&d->logs, 0, &line)) > 0)
+	while ((r = line_reader_next(&d->logs, 0, &line, NULL)) > 0)
 		handle_log_line(d, line);
 	fflush(stdout);
 	if (r == 0 || (r < 0 && r != -ETIME)) {
@@ -221,7 +212,7 @@ static int attach_logs(Dev *d, bool again)
 	d->logs_fd = vm_socket_connect(d->l.run_dir, "logs.sock");
 	if (d->logs_fd < 0)
 		return d->logs_fd;
-	line_reader_init(&d->logs, d->logs_fd);
+	line_reader_init(&d->logs, d->logs_fd, VM_LINE_MAX);
 	return ev_add_io(d->loop, &d->logs_source, d->logs_fd, EPOLLIN, on_log, d);
 }
 
@@ -283,7 +274,7 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 		d->reload_pending = true;
 		return 0;
 	}
-	d->t0 = vm_launch_now_ms();
+	d->t0 = now_ms();
 	if (vm_launch_load_manifest(d->l.app_dir, &m) < 0) {
 		say("berth.yml is invalid; the VM keeps running the previous version");
 		return 0;
@@ -301,9 +292,9 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	say("Change detected, rebooting the VM with the new bundle...");
 	detach_logs(d);
 	ev_source_set_enabled(d->reattach, EV_OFF);
-	d->stop_ms = vm_launch_now_ms();
+	d->stop_ms = now_ms();
 	(void)vm_launch_stop(&d->l);
-	d->stop_ms = vm_launch_now_ms() - d->stop_ms;
+	d->stop_ms = now_ms() - d->stop_ms;
 	r = vm_launch_boot_start(&d->l, d->loop, on_reload_booted, d);
 	if (r < 0)
 		say("the new version did not start; fix it and save again");
@@ -324,7 +315,7 @@ static void on_reload_booted(VmLaunch *l, int r, void *userdata)
 		say("the new version did not start; fix it and save again");
 	else {
 		printf("Reloaded in %lld ms (bundle %lld ms, stop %lld ms, boot %lld ms). boot %s\n",
-		       vm_launch_now_ms() - d->t0, l->bundle.ms, d->stop_ms, l->boot_ms,
+		       now_ms() - d->t0, l->bundle.ms, d->stop_ms, l->boot_ms,
 		       l->boot_id);
 		fflush(stdout);
 		(void)attach_logs(d, false);
@@ -453,7 +444,7 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 	}
 	vm = vm_json_load(l->run_dir);
 	printf("VM ready in %lld ms (bundle %lld ms, %s, boot %lld ms). boot %s, berth-vmm pid %lld\n",
-	       vm_launch_now_ms() - d->t0, l->bundle.ms, l->bundle.cached ? "cached" : "fresh",
+	       now_ms() - d->t0, l->bundle.ms, l->bundle.cached ? "cached" : "fresh",
 	       l->boot_ms, l->boot_id, json_integer_value(json_object_get(vm, "pid")));
 	say("run dir %s; call it with `berth rpc %s --export <name>`", l->run_dir, l->name);
 	fflush(stdout);
@@ -476,7 +467,7 @@ int cmd_dev(int argc, char **argv)
 	Dev d = {.l.prefix = "[berth:dev] ",
 		 .inotify_fd = -EBADF,
 		 .logs_fd = -EBADF,
-		 .t0 = vm_launch_now_ms()};
+		 .t0 = now_ms()};
 	const char *runtime_flag = NULL, *dir = ".";
 	char err[1024];
 	pid_t owner;

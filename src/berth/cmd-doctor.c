@@ -331,8 +331,7 @@ static void check_vmm(Report *r, const BerthConfig *cfg)
 static void check_pins(Report *r)
 {
 	Check *c = &r->checks[CHECK_PINS];
-	_cleanup_free_ char *out = NULL;
-	int k, status;
+	int k;
 
 	c->title = "berth-vmm's pinned kernel and rootfs";
 	if (!r->vmm) {
@@ -340,13 +339,7 @@ static void check_pins(Report *r)
 		check_reason(c, "berth-vmm's pins unknown");
 		return;
 	}
-	/* vmm_query_pins() without a deadline could hang the doctor on a broken binary. */
-	k = run_capture((char *const[]){r->vmm, (char *)"pins", (char *)"--json", NULL},
-			TOOL_TIMEOUT_MS, TOOL_OUTPUT_MAX, &out, &status);
-	if (k >= 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
-		k = -EBADMSG;
-	if (k >= 0)
-		k = pinset_from_json_text(out, &r->pins);
+	k = vmm_query_pins(r->vmm, &r->pins);
 	if (k < 0) {
 		check_set(c, CHECK_FAIL, "`%s pins --json` %s", r->vmm,
 			  k == -EBADMSG ? "failed or printed no pin set"

@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -41,8 +40,10 @@
 #include "mcp-tools.h"
 #include "parse-util.h"
 #include "paths.h"
+#include "random-util.h"
 #include "rundir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-launch.h"
 
@@ -204,25 +205,6 @@ static void say(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* @n random bytes as 2 * @n hex digits and a NUL into @out. Ids, not secrets: when the
- * kernel has no entropy to give yet, the clock and pid stand in. */
-static void random_hex(char *out, size_t n)
-{
-	unsigned char b[16] = {};
-	struct timespec ts;
-
-	n = MIN(n, sizeof(b));
-	if (getrandom(b, n, GRND_NONBLOCK) != (ssize_t)n) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		for (size_t i = 0; i < n; i++)
-			b[i] = (unsigned char)((ts.tv_nsec >> (8 * (i % 4))) ^
-					       (getpid() >> (i % 3)));
-	}
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-	out[2 * n] = '\0';
-}
-
 /* --- the session ------------------------------------------------------------------------ */
 
 typedef struct Mcp Mcp;
@@ -354,8 +336,8 @@ static void audit_call(Mcp *c, Call *call, const char *decision, const char *rea
 	ev = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s*, s:s, s:s*, s:I, s:o}", "actor", "kind",
 		       "agent", "id", c->client ?: "mcp-client", "verifiedBy", "self-asserted",
 		       "action", "tool.call", "target", target, "decision", decision, "reason",
-		       reason, "durationMs", (json_int_t)(vm_launch_now_ms() - call->started_ms),
-		       "meta", meta);
+		       reason, "durationMs", (json_int_t)(now_ms() - call->started_ms), "meta",
+		       meta);
 	if (!ev) {
 		log_warning("could not build the audit record of a call to \"%s\"", call->tool);
 		return;
@@ -583,7 +565,7 @@ static void tool_call(Mcp *c, json_t *id, json_t *params)
 		       .id = json_incref(id),
 		       .tool = strdup(name),
 		       .input = json_incref(input),
-		       .started_ms = vm_launch_now_ms(),
+		       .started_ms = now_ms(),
 		       .timeout_ms = c->call_timeout_ms,
 		       .next = c->calls};
 	c->calls = call;
@@ -884,7 +866,7 @@ static int adopt_own_vm(Mcp *c)
 static json_t *current_evidence(Mcp *c)
 {
 	json_auto_t *vm = vm_json_load(c->run_dir), *events = json_array();
-	long long deadline = vm_launch_now_ms() + 10000;
+	long long deadline = now_ms() + 10000;
 	LineReader lr;
 	char *line;
 	int fd;
@@ -894,10 +876,10 @@ static json_t *current_evidence(Mcp *c)
 	fd = vm_socket_connect(c->run_dir, "control.sock");
 	if (fd < 0)
 		return NULL;
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	if (loop_write(fd, "{\"op\":\"status\"}\n", 16) >= 0)
-		while (vm_launch_now_ms() < deadline &&
-		       line_reader_next(&lr, (int)(deadline - vm_launch_now_ms()), &line) > 0) {
+		while (now_ms() < deadline &&
+		       line_reader_next(&lr, (int)(deadline - now_ms()), &line, NULL) > 0) {
 			json_t *o = json_loads(line, 0, NULL);
 
 			if (json_is_string(json_object_get(o, "event"))) {
@@ -931,7 +913,7 @@ static void record_boot(Mcp *c)
 	/* berth-init took these reports before the app's code ran: the app cannot forge them. */
 	c->enforcement = enforcement_from_reports(json_object_get(evidence, "events"), c->l.name);
 	say("kernel enforcement in this VM: %s", enforcement_status_to_string(c->enforcement));
-	attest_now_rfc3339(now, sizeof(now));
+	now_rfc3339(now, sizeof(now), false);
 	if (!evidence || attest_record_build(evidence, chain, run, now, &rec, &error) < 0) {
 		log_warning("could not read the boot evidence of %s%s%s; the session's boot is not "
 			    "recorded, calls are",

@@ -18,6 +18,7 @@
 #include "paths.h"
 #include "rundir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 
 #define RPC_TIMEOUT_MS_DEFAULT 30000
@@ -75,14 +76,6 @@ static int find_app(const char *app, char **ret_dir, int *ret_index)
 	}
 	free(names[0]);
 	return r;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Connect, retrying while nobody listens yet: nothing was sent, so a retry is safe. */
@@ -189,11 +182,11 @@ int cmd_rpc(int argc, char **argv)
 	r = loop_write(fd, line_out, strlen(line_out));
 	if (r >= 0)
 		r = loop_write(fd, "\n", 1);
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	while (r >= 0) {
 		json_t *reply;
 
-		r = line_reader_next(&lr, (int)timeout, &line);
+		r = line_reader_next(&lr, (int)timeout, &line, NULL);
 		if (r == 0) {
 			r = -ECONNRESET;
 			break;

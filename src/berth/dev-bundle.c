@@ -19,17 +19,10 @@
 #include "paths.h"
 #include "share.h"
 #include "source-dir.h"
+#include "time-util.h"
 
 #define BUNDLER_OUTPUT_MAX (1024 * 1024)
 #define BUNDLER_TIMEOUT_MS (5 * 60 * 1000)
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* @path is @dir or lies below it (both absolute and without symlinks). */
 static bool path_is_under(const char *path, const char *dir)
@@ -46,34 +39,17 @@ static bool path_is_under(const char *path, const char *dir)
  * "node_modules/.bin") is looked up in the directory berth was started from, which is often
  * the app's own, and whatever an app ships must not run on the host.
  */
+static bool node_outside_app(const char *path, void *userdata)
+{
+	const char *app_real = userdata;
+	_cleanup_free_ char *real = realpath(path, NULL);
+
+	return real && !(app_real && path_is_under(real, app_real));
+}
+
 static int find_node(const char *app_real, char **ret)
 {
-	const char *path = getenv("PATH");
-	_cleanup_free_ char *copy = NULL;
-	char *save = NULL;
-
-	if (!path || !*path)
-		return -ENOENT;
-	copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-		_cleanup_free_ char *p = NULL, *real = NULL;
-		struct stat st;
-
-		if (d[0] != '/')
-			continue;
-		if (asprintf(&p, "%s/node", d) < 0)
-			return -ENOMEM;
-		if (stat(p, &st) < 0 || !S_ISREG(st.st_mode) || access(p, X_OK) < 0)
-			continue;
-		real = realpath(p, NULL);
-		if (!real || (app_real && path_is_under(real, app_real)))
-			continue;
-		*ret = TAKE_PTR(p);
-		return 0;
-	}
-	return -ENOENT;
+	return find_executable_in_path_if("node", node_outside_app, (void *)app_real, ret);
 }
 
 /* Run the bundler; its last line of output is a JSON verdict. Only Berth's own bundler and

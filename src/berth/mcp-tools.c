@@ -31,7 +31,8 @@ static json_t *field_schema(const char *type)
 	return json_pack("{s:s}", "type", type);
 }
 
-json_t *mcp_input_schema(const ManifestExport *e)
+/* The inputSchema of @e. */
+static json_t *mcp_input_schema(const ManifestExport *e)
 {
 	json_t *schema =
 		json_pack("{s:s, s:s, s:{}}", "$schema", "http://json-schema.org/draft-07/schema#",

@@ -17,9 +17,6 @@
 /* The protocol version to answer a client that asked for @requested (may be NULL). */
 const char *mcp_negotiate_version(const char *requested);
 
-/* The inputSchema of @e. */
-json_t *mcp_input_schema(const ManifestExport *e);
-
 /* The tools/list result for @m's exports named in @only (NULL: all), in manifest order. */
 json_t *mcp_tools_list(const char *app, const Manifest *m, char *const *only);
 

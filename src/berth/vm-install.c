@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "artifact-url.h"
@@ -17,6 +16,7 @@
 #include "log.h"
 #include "macros.h"
 #include "paths.h"
+#include "time-util.h"
 #include "vm-install.h"
 #include "vmm.h"
 
@@ -37,19 +37,11 @@ typedef struct Progress {
 	bool drawn;
 } Progress;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void progress_draw(void *userdata, uint64_t done, uint64_t total)
 {
 	Progress *p = userdata;
 	char bar[PROGRESS_BAR_WIDTH + 1];
-	uint64_t t = now_ms();
+	uint64_t t = (uint64_t)now_ms();
 	size_t fill;
 
 	if (total == 0 || (done < total && p->drawn && t - p->last_ms < PROGRESS_INTERVAL_MS))

@@ -13,7 +13,6 @@
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "evloop.h"
@@ -28,6 +27,7 @@
 #include "secrets-disk.h"
 #include "source-dir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-install.h"
 #include "vm-launch.h"
@@ -37,14 +37,6 @@
 
 #define VMM_ARGS_MAX 64
 #define VMM_OUTPUT_MAX (1024 * 1024) /* of what `berth-vmm run` prints */
-
-long long vm_launch_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void say(const VmLaunch *l, const char *fmt, ...) _printf_(2, 3);
 static void say(const VmLaunch *l, const char *fmt, ...)
@@ -472,6 +464,7 @@ typedef struct VmBoot {
 	char *secrets; /* the secrets disk's path, until berth-vmm has handed it to QEMU */
 	int vmm_pidfd; /* `berth-vmm run`; -EBADF once reaped */
 	EvSource *vmm_exit, *vmm_out, *timer;
+	int vmm_out_fd; /* the read end of its output, owned by vmm_out */
 	char *out; /* what `berth-vmm run` printed, VMM_OUTPUT_MAX bytes at most */
 	size_t out_len;
 	LineConn *control;
@@ -488,7 +481,7 @@ static void boot_finish(VmBoot *b, int r)
 	if (r == 0) {
 		_cleanup_(json_decrefp) json_t *vm = vm_json_load(l->run_dir);
 
-		l->boot_ms = vm_launch_now_ms() - b->t0;
+		l->boot_ms = now_ms() - b->t0;
 		snprintf(l->boot_id, sizeof(l->boot_id), "%s",
 			 json_string_value(json_object_get(vm, "bootId")) ?: "?");
 	}
@@ -617,7 +610,7 @@ static int on_vmm_exit(EvSource *s, int fd, uint32_t revents, void *userdata)
 	b->vmm_exit = ev_source_free(b->vmm_exit);
 	b->vmm_pidfd = safe_close(b->vmm_pidfd);
 	if (b->vmm_out)
-		read_vmm_output(b, ev_source_get_io_fd(b->vmm_out));
+		read_vmm_output(b, b->vmm_out_fd);
 	b->vmm_out = ev_source_free(b->vmm_out);
 	/* berth-vmm has handed the secrets disk to QEMU, or failed: it has done with it. */
 	drop_secrets(b->secrets);
@@ -643,7 +636,7 @@ static int on_boot_timeout(EvSource *s, uint64_t usec, void *userdata)
 	if (b->vmm_pidfd >= 0) {
 		kill_vmm_run(b);
 		if (b->vmm_out)
-			read_vmm_output(b, ev_source_get_io_fd(b->vmm_out));
+			read_vmm_output(b, b->vmm_out_fd);
 		print_vmm_output(b->l, b->out);
 		log_error("berth-vmm did not start the VM within %d s; see above",
 			  VM_LAUNCH_VMM_START_TIMEOUT_MS / 1000);
@@ -718,7 +711,7 @@ int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void 
 		      .loop = loop,
 		      .done = done,
 		      .userdata = userdata,
-		      .t0 = vm_launch_now_ms(),
+		      .t0 = now_ms(),
 		      .vmm_pidfd = -EBADF,
 		      .out = malloc(VMM_OUTPUT_MAX + 1)};
 	r = b->out ? vmm_run_argv(l, b, argv, ELEMENTSOF(argv), &egress) : -ENOMEM;
@@ -733,7 +726,7 @@ int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void 
 		r = ev_add_io(loop, &b->vmm_out, out_fd, EPOLLIN, on_vmm_output, b);
 	if (r >= 0) {
 		(void)ev_source_set_io_fd_own(b->vmm_out, true);
-		out_fd = -EBADF;
+		b->vmm_out_fd = TAKE_FD(out_fd);
 		r = ev_add_io(loop, &b->vmm_exit, b->vmm_pidfd, EPOLLIN, on_vmm_exit, b);
 	}
 	if (r >= 0)

@@ -93,8 +93,5 @@ int vm_launch_stop(VmLaunch *l);
 
 void vm_launch_done(VmLaunch *l);
 
-/* Monotonic milliseconds. */
-long long vm_launch_now_ms(void);
-
 /* Load @dir/berth.yml, printing the manifest's own error text on failure. */
 int vm_launch_load_manifest(const char *dir, Manifest **ret);

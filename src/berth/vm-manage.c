@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -18,18 +17,11 @@
 #include "paths.h"
 #include "rundir.h"
 #include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-manage.h"
 
 #define LOG_REPLAY_TIMEOUT_MS 5000
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 char *vm_stale_reason(const char *run_dir)
 {
@@ -101,24 +93,10 @@ static void print_raw_line(const char *line)
 
 static void print_log_line(const char *line, bool raw)
 {
-	json_t *o, *text;
-
-	if (raw) {
+	if (raw)
 		print_raw_line(line);
-		return;
-	}
-	o = json_loads(line, 0, NULL);
-	text = json_object_get(o, "line");
-	if (json_is_string(text)) {
-		putchar('[');
-		term_text_puts(stdout, json_string_value(json_object_get(o, "src")) ?: "?",
-			       TERM_TEXT_LOG_LINE);
-		fputs("] ", stdout);
-		term_text_write(stdout, json_string_value(text), json_string_length(text),
-				TERM_TEXT_LOG_LINE);
-		putchar('\n');
-	}
-	json_decref(o);
+	else
+		(void)vm_log_line_print(stdout, line, strlen(line));
 }
 
 /*
@@ -196,12 +174,12 @@ int vm_logs_print(const char *name, const VmLogsOptions *o)
 	fd = vm_socket_connect(dir, "logs.sock");
 	if (fd < 0) /* shutting down: what its console kept is all there is */
 		return print_stopped_log(name, dir, o->raw);
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {
 		json_t *ev;
 
-		r = line_reader_next(&lr, o->follow ? -1 : LOG_REPLAY_TIMEOUT_MS, &line);
+		r = line_reader_next(&lr, o->follow ? -1 : LOG_REPLAY_TIMEOUT_MS, &line, NULL);
 		if (r <= 0)
 			break;
 		if (streq(line, "log stream attached"))

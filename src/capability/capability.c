@@ -289,20 +289,6 @@ bool capability_matches(const char *granted, const char *requested)
 
 /* --- values ---------------------------------------------------------------------------- */
 
-int capability_port_parse(const char *s, size_t len)
-{
-	int v = 0;
-
-	if (!s || len == 0 || len > 5)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v >= 1 && v <= 65535 ? v : -1;
-}
-
 bool capability_app_name_valid(const char *name)
 {
 	size_t n = name ? strlen(name) : 0;

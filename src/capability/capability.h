@@ -66,9 +66,6 @@ int capability_issue(const char *s, size_t len, char **ret_issue);
  */
 bool capability_matches(const char *granted, const char *requested);
 
-/* A TCP port written in decimal digits, 1-65535; -1 for anything else. */
-int capability_port_parse(const char *s, size_t len);
-
 /* Is @path (@len bytes) @prefix or beneath it, segment-aware ("/tmpx" is not beneath "/tmp")? */
 bool capability_path_beneath(const char *path, size_t len, const char *prefix);
 

@@ -12,6 +12,7 @@
 
 #include "js-quote.h"
 #include "macros.h"
+#include "parse-util.h"
 #include "policy.h"
 
 static const char *const limit_keys[POLICY_LIMITS_MAX] = {"cpu.max", "cpu.weight", "memory.max",
@@ -166,7 +167,8 @@ static int apply(Compiler *c, const CapabilityParts *cp)
 	CapabilityPolicy *p = c->p;
 	bool fs = capability_part_is(cp->ns, cp->ns_len, "filesystem"),
 	     net = capability_part_is(cp->ns, cp->ns_len, "network");
-	int port, r;
+	uint16_t port;
+	int r;
 
 	if (fs && capability_part_is(cp->action, cp->action_len, "write"))
 		return policy_strings_add(&p->write_paths, cp->scope,
@@ -179,8 +181,7 @@ static int apply(Compiler *c, const CapabilityParts *cp)
 			p->network_unrestricted = true;
 			return 0;
 		}
-		port = capability_port_parse(cp->scope, cp->scope_len);
-		if (port > 0)
+		if (parse_port(cp->scope, cp->scope_len, &port) == 0)
 			return ports_add(&p->network_ports, port);
 		warn(c,
 		     "ignoring invalid network:connect scope \"%.*s\" (expected a port 1-65535, or \"*\")",

@@ -32,8 +32,10 @@
 #include <unistd.h>
 
 #include "evloop.h"
+#include "flow.h"
 #include "http-head.h"
 #include "macros.h"
+#include "parse-util.h"
 #include "rules.h"
 
 #define LOG_PREFIX "[egress-broker] "
@@ -62,11 +64,6 @@ typedef enum ConnState {
 	_CONN_STATE_MAX,
 } ConnState;
 
-typedef struct Buf {
-	char data[BUF_SIZE];
-	size_t len;
-} Buf;
-
 typedef struct Conn Conn;
 struct Conn {
 	Broker *broker;
@@ -80,10 +77,10 @@ struct Conn {
 	char host[EGRESS_HOST_MAX + 3];
 	char reply[DIAL_REPLY_MAX];
 	size_t reply_len;
-	Buf c2d, d2c; /* app -> dialer, dialer -> app */
+	/* app -> dialer, dialer -> app; c2d.shut is the half-close passed on to dfd, d2c.shut
+	 * the one passed on to cfd. */
+	Flow c2d, d2c;
 	HttpBody body;
-	bool c_eof, d_eof;   /* read EOF from the app, from the dialer */
-	bool c_shut, d_shut; /* shutdown(SHUT_WR) done on cfd, on dfd */
 };
 
 struct Broker {
@@ -160,6 +157,8 @@ static void conn_free(Conn *c)
 	safe_close(c->cfd);
 	safe_close(c->dfd);
 	http_request_done(&c->req);
+	flow_done(&c->c2d);
+	flow_done(&c->d2c);
 	free(c);
 }
 
@@ -169,33 +168,12 @@ static void conn_deadline(Conn *c, uint64_t usec)
 	(void)ev_source_set_enabled(c->timer, EV_ONESHOT);
 }
 
-static void buf_put(Buf *b, const void *data, size_t len)
+/* Cannot fail: both buffers are allocated when the connection is accepted, and what the
+ * broker queues itself (a dial line, a reply, a head) fits; a peer's bytes are clipped to
+ * the room there is, as the callers ask for no more. */
+static void buf_put(Flow *f, const void *data, size_t len)
 {
-	len = MIN(len, sizeof(b->data) - b->len);
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
-}
-
-/* Write what @b holds to @fd. Returns bytes written, or -errno (EAGAIN is 0). */
-static ssize_t buf_flush(Buf *b, int fd)
-{
-	size_t done = 0;
-
-	while (done < b->len) {
-		ssize_t n = send(fd, b->data + done, b->len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				break;
-			return -errno;
-		}
-		done += (size_t)n;
-	}
-	memmove(b->data, b->data + done, b->len - done);
-	b->len -= done;
-	return (ssize_t)done;
+	(void)flow_put(f, data, len);
 }
 
 static void conn_update(Conn *c)
@@ -207,16 +185,16 @@ static void conn_update(Conn *c)
 		cev = EPOLLIN;
 		break;
 	case CONN_DIAL:
-		dev = c->c2d.len > 0 ? EPOLLOUT : EPOLLIN;
+		dev = flow_wants_write(&c->c2d) ? EPOLLOUT : EPOLLIN;
 		break;
 	case CONN_TUNNEL:
-		if (!c->c_eof && c->c2d.len < sizeof(c->c2d.data))
+		if (flow_wants_read(&c->c2d))
 			cev |= EPOLLIN;
-		if (c->d2c.len > 0)
+		if (flow_wants_write(&c->d2c))
 			cev |= EPOLLOUT;
-		if (!c->d_eof && c->d2c.len < sizeof(c->d2c.data))
+		if (flow_wants_read(&c->d2c))
 			dev |= EPOLLIN;
-		if (c->c2d.len > 0)
+		if (flow_wants_write(&c->c2d))
 			dev |= EPOLLOUT;
 		break;
 	case CONN_REPLY:
@@ -262,7 +240,7 @@ static void conn_refuse(Conn *c, int status, const char *text)
 			reason = reasons[i].reason;
 	c->dsrc = ev_source_free(c->dsrc);
 	c->dfd = safe_close(c->dfd);
-	c->d2c.len = 0;
+	flow_clear(&c->d2c);
 	if (c->req.connect || !text)
 		n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n\r\n", status, reason);
 	else
@@ -438,7 +416,7 @@ static void conn_start_tunnel(Conn *c, const char *extra, size_t extra_len)
 	const char *rest = c->head + c->req.head_size;
 	size_t rest_len = c->head_len - c->req.head_size;
 
-	c->c2d.len = 0;
+	flow_clear(&c->c2d);
 	if (c->req.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
@@ -507,16 +485,11 @@ static void conn_read_reply(Conn *c)
  * response; a tunnel once both directions have. Returns true when @c was freed. */
 static bool conn_tunnel_settle(Conn *c)
 {
-	if (c->d_eof && c->d2c.len == 0 && !c->c_shut) {
-		(void)shutdown(c->cfd, SHUT_WR);
-		c->c_shut = true;
-	}
+	(void)flow_pass_eof(&c->d2c, c->cfd);
 	/* Plain HTTP never half-closes upstream: some servers take that for an abort. */
-	if (c->req.connect && c->c_eof && c->c2d.len == 0 && !c->d_shut) {
-		(void)shutdown(c->dfd, SHUT_WR);
-		c->d_shut = true;
-	}
-	if (c->c_shut && (!c->req.connect || c->d_shut)) {
+	if (c->req.connect)
+		(void)flow_pass_eof(&c->c2d, c->dfd);
+	if (c->d2c.shut && (!c->req.connect || c->c2d.shut)) {
 		conn_free(c);
 		return true;
 	}
@@ -529,8 +502,8 @@ static int on_dial_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 	Conn *c = userdata;
 
 	if (c->state == CONN_DIAL) {
-		if (c->c2d.len > 0) {
-			if (buf_flush(&c->c2d, fd) < 0) {
+		if (flow_wants_write(&c->c2d)) {
+			if (flow_write(&c->c2d, fd) < 0) {
 				conn_refuse(c, 502,
 					    "egress failed: the host dialer is not available");
 				return 0;
@@ -544,7 +517,7 @@ static int on_dial_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 	if (c->state != CONN_TUNNEL)
 		return 0;
 	if (revents & EPOLLOUT) {
-		ssize_t n = buf_flush(&c->c2d, fd);
+		ssize_t n = flow_write(&c->c2d, fd);
 
 		if (n < 0) {
 			conn_free(c);
@@ -553,22 +526,18 @@ static int on_dial_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 		if (n > 0)
 			conn_deadline(c, c->broker->idle_timeout);
 	}
-	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && !c->d_eof &&
-	    c->d2c.len < sizeof(c->d2c.data)) {
-		ssize_t n = read(fd, c->d2c.data + c->d2c.len, sizeof(c->d2c.data) - c->d2c.len);
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		ssize_t n = flow_read(&c->d2c, fd);
 
-		if (n > 0) {
-			c->d2c.len += (size_t)n;
-			conn_deadline(c, c->broker->idle_timeout);
-		} else if (n == 0)
-			c->d_eof = true;
-		else if (errno != EAGAIN && errno != EINTR) {
+		if (n < 0) {
 			conn_free(c);
 			return 0;
 		}
+		if (n > 0)
+			conn_deadline(c, c->broker->idle_timeout);
 	}
 	/* Push what just arrived towards the app without waiting for another wakeup. */
-	if (c->d2c.len > 0 && buf_flush(&c->d2c, c->cfd) < 0) {
+	if (flow_wants_write(&c->d2c) && flow_write(&c->d2c, c->cfd) < 0) {
 		conn_free(c);
 		return 0;
 	}
@@ -620,11 +589,11 @@ static int on_client_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 		conn_read_head(c);
 		return 0;
 	case CONN_REPLY:
-		if (buf_flush(&c->d2c, fd) < 0) {
+		if (flow_write(&c->d2c, fd) < 0) {
 			conn_free(c);
 			return 0;
 		}
-		if (c->d2c.len == 0) {
+		if (!flow_wants_write(&c->d2c)) {
 			/* Closing with unread input would reset the connection and could
 			 * lose the reply: half-close and read what is left, briefly. */
 			(void)shutdown(fd, SHUT_WR);
@@ -645,7 +614,7 @@ static int on_client_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 	}
 
 	if (revents & EPOLLOUT) {
-		ssize_t w = buf_flush(&c->d2c, fd);
+		ssize_t w = flow_write(&c->d2c, fd);
 
 		if (w < 0) {
 			conn_free(c);
@@ -654,11 +623,10 @@ static int on_client_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 		if (w > 0)
 			conn_deadline(c, c->broker->idle_timeout);
 	}
-	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && !c->c_eof &&
-	    c->c2d.len < sizeof(c->c2d.data)) {
-		size_t room = sizeof(c->c2d.data) - c->c2d.len;
-
-		n = read(fd, sink, MIN(room, sizeof(sink)));
+	/* Read through @sink rather than flow_read(): a plain-HTTP body is filtered on its
+	 * way into c2d (conn_take_client). */
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && flow_wants_read(&c->c2d)) {
+		n = read(fd, sink, MIN(flow_room(&c->c2d), sizeof(sink)));
 		if (n > 0) {
 			if (conn_take_client(c, sink, (size_t)n) < 0) {
 				conn_free(c);
@@ -666,13 +634,13 @@ static int on_client_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 			}
 			conn_deadline(c, c->broker->idle_timeout);
 		} else if (n == 0)
-			c->c_eof = true;
+			c->c2d.eof = true;
 		else if (errno != EAGAIN && errno != EINTR) {
 			conn_free(c);
 			return 0;
 		}
 	}
-	if (c->c2d.len > 0 && buf_flush(&c->c2d, c->dfd) < 0) {
+	if (flow_wants_write(&c->c2d) && flow_write(&c->c2d, c->dfd) < 0) {
 		conn_free(c);
 		return 0;
 	}
@@ -730,12 +698,15 @@ static int on_accept(EvSource *s, int fd, uint32_t revents, void *userdata)
 	c->broker = b;
 	c->cfd = cfd;
 	c->dfd = -EBADF;
+	c->c2d = FLOW_INIT(BUF_SIZE);
+	c->d2c = FLOW_INIT(BUF_SIZE);
 	c->next = b->conns;
 	if (b->conns)
 		b->conns->prev = c;
 	b->conns = c;
 	b->n_conns++;
-	if (ev_add_io(b->loop, &c->csrc, cfd, EPOLLIN, on_client_io, c) < 0 ||
+	if (flow_alloc(&c->c2d) < 0 || flow_alloc(&c->d2c) < 0 ||
+	    ev_add_io(b->loop, &c->csrc, cfd, EPOLLIN, on_client_io, c) < 0 ||
 	    ev_add_time_relative(b->loop, &c->timer, b->head_timeout, on_conn_timer, c) < 0) {
 		conn_free(c);
 		return 0;
@@ -762,18 +733,15 @@ static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userd
 static unsigned env_uint(const char *name, unsigned def, unsigned min, unsigned max)
 {
 	const char *v = getenv(name);
-	char *end;
-	unsigned long n;
+	unsigned n;
 
 	if (!v || !*v)
 		return def;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || n < min || n > max) {
+	if (parse_uint_range(v, min, max, &n) < 0) {
 		say("WARNING: ignoring %s=%s (expected %u to %u)", name, v, min, max);
 		return def;
 	}
-	return (unsigned)n;
+	return n;
 }
 
 static int listen_tcp(unsigned port, unsigned *ret_port)

@@ -8,6 +8,7 @@
 
 #include "http-head.h"
 #include "macros.h"
+#include "parse-util.h"
 
 /* Hop-by-hop headers (SPEC 6.1): never forwarded. Host is replaced, not forwarded. */
 static const char *const hop_by_hop[] = {
@@ -79,29 +80,12 @@ static ssize_t find_head_end(const char *data, size_t size)
 	return size >= HTTP_HEAD_MAX ? -E2BIG : 0;
 }
 
-static int parse_port(const char *s, unsigned *ret)
-{
-	unsigned v = 0;
-
-	if (!*s || strlen(s) > 5)
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned)(*s - '0');
-	}
-	if (v < 1 || v > 65535)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 /* "host", "host:port", "[v6]" or "[v6]:port" (@len bytes at @s) into req->host and req->port. */
 static HttpHeadStatus parse_authority(HttpRequest *req, const char *s, size_t len,
 				      unsigned default_port, char *error, size_t errlen)
 {
-	char port[8] = "";
 	size_t host_len;
+	uint16_t port;
 	const char *colon;
 
 	if (len == 0)
@@ -130,10 +114,9 @@ static HttpHeadStatus parse_authority(HttpRequest *req, const char *s, size_t le
 		req->port = default_port;
 		return HTTP_HEAD_OK;
 	}
-	if (len - host_len - 1 >= sizeof(port) ||
-	    (memcpy(port, colon + 1, len - host_len - 1), port[len - host_len - 1] = '\0',
-	     parse_port(port, &req->port) < 0))
+	if (parse_port(colon + 1, len - host_len - 1, &port) < 0)
 		return bad(error, errlen, "the port is not a number from 1 to 65535");
+	req->port = port;
 	return HTTP_HEAD_OK;
 }
 

@@ -8,6 +8,7 @@
 #include "fileio.h"
 #include "host-glob.h"
 #include "macros.h"
+#include "parse-util.h"
 #include "policy.h"
 #include "rules.h"
 
@@ -47,12 +48,10 @@ int egress_pattern_parse(const char *scope, size_t len, EgressPattern *ret)
 			port = EGRESS_PORT_ANY;
 			host_len = (size_t)(colon - scope);
 		} else if (digits) {
-			/* A port that cannot exist is kept as one that never matches. */
-			long v = 0;
+			uint16_t v;
 
-			for (size_t i = 0; i < n && v <= 0xffff; i++)
-				v = v * 10 + (p[i] - '0');
-			port = v >= 1 && v <= 0xffff ? (int)v : 0x10000;
+			/* A port that cannot exist is kept as one that never matches. */
+			port = parse_port(p, n, &v) < 0 ? 0x10000 : v;
 			host_len = (size_t)(colon - scope);
 		}
 	}
@@ -153,7 +152,8 @@ bool egress_rules_allow(const EgressRules *r, const char *host, unsigned port)
 	return false;
 }
 
-bool egress_ipv4_blocked(uint32_t a)
+/* SPEC 6.1's blocked IPv4 ranges; @addr in host byte order. */
+static bool egress_ipv4_blocked(uint32_t a)
 {
 	static const struct {
 		uint32_t net;

@@ -86,6 +86,3 @@ typedef enum EgressHostKind {
  * resolver would read it differently from a person.
  */
 EgressHostKind egress_host_normalize(char *host);
-
-/* SPEC 6.1's blocked IPv4 ranges; @addr in host byte order. */
-bool egress_ipv4_blocked(uint32_t addr);

@@ -238,7 +238,8 @@ static json_t *probe_derive(json_t *kernel_pinned, const char *lsm)
 	return json_pack("{s:s}", "status", "enforcing");
 }
 
-json_t *attest_doctor_probe(json_t *evidence)
+/* {status, reason?} of the VM's doctor probe, derived from the evidence. */
+static json_t *attest_doctor_probe(json_t *evidence)
 {
 	json_t *vm = json_object_get(evidence, "vm");
 	json_t *kernel = json_object_get(json_object_get(vm, "measurements"), "kernel");
@@ -271,7 +272,12 @@ static int append_reason(json_t *reasons, const char *fmt, ...)
 	return r < 0 ? -ENOMEM : 0;
 }
 
-const char *attest_enforcement_derive(json_t *reports, json_t *probe, json_t **ret_reasons)
+/*
+ * The enforcement status of §8.5 from @reports ([{app, ruleset, ...}]) and @probe
+ * ({status, reason?}): "ACTIVE", "NOT_ENFORCED" or "UNDETERMINED"; *@ret_reasons gets a new
+ * array of reason strings.
+ */
+static const char *attest_enforcement_derive(json_t *reports, json_t *probe, json_t **ret_reasons)
 {
 	json_t *reasons = json_array(), *rep;
 	const char *ps = json_string_value(json_object_get(probe, "status"));
@@ -324,8 +330,10 @@ static json_t *pick(json_t *from, const char *const *keys)
 	return o;
 }
 
-int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain, json_t *run,
-			    const char *generated_at, json_t **ret, char **ret_error)
+/* attest_record_build() with runId = @run_id (NULL: the boot id), for a run of berth mcp
+ * in that boot. */
+static int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain, json_t *run,
+				   const char *generated_at, json_t **ret, char **ret_error)
 {
 	static const char *const kernel_keys[] = {"sha256", "pinned", "linux", "cmdline", NULL};
 	static const char *const rootfs_keys[] = {"sha256", "pinned", "fstype", "readOnly", NULL};
@@ -658,7 +666,7 @@ static bool nonneg_int(json_t *v)
 	return json_is_integer(v) && json_integer_value(v) >= 0;
 }
 
-int attest_rfc3339_valid(const char *s)
+static int attest_rfc3339_valid(const char *s)
 {
 	int y, mo, d, h, mi, sec, n = 0;
 
@@ -680,15 +688,6 @@ int attest_rfc3339_valid(const char *s)
 	return (s[0] == '+' || s[0] == '-') && isdigit((unsigned char)s[1]) &&
 	       isdigit((unsigned char)s[2]) && s[3] == ':' && isdigit((unsigned char)s[4]) &&
 	       isdigit((unsigned char)s[5]) && s[6] == '\0';
-}
-
-void attest_now_rfc3339(char *buf, size_t size)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 static void verify_enforcement(json_t *rec, json_t *problems)

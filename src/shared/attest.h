@@ -48,16 +48,6 @@ int attest_canonical_sha256(json_t *v, char ret_hex[SHA256_HEX_LEN + 1]);
 int attest_audit_scan(const char *path, const char *run_id, json_t **ret_chain, json_t **ret_run,
 		      char **ret_error);
 
-/* {status, reason?} of the VM's doctor probe, derived from the evidence. */
-json_t *attest_doctor_probe(json_t *evidence);
-
-/*
- * attest_enforcement_derive() - the enforcement status of §8.5 from @reports
- * ([{app, ruleset, ...}]) and @probe ({status, reason?}): "ACTIVE", "NOT_ENFORCED" or
- * "UNDETERMINED"; *@ret_reasons gets a new array of reason strings.
- */
-const char *attest_enforcement_derive(json_t *reports, json_t *probe, json_t **ret_reasons);
-
 /*
  * attest_record_build() - the record for boot @evidence (a parsed evidence.json), with
  * the audit @chain and @run from attest_audit_scan() (borrowed) and @generated_at
@@ -65,9 +55,6 @@ const char *attest_enforcement_derive(json_t *reports, json_t *probe, json_t **r
  */
 int attest_record_build(json_t *evidence, json_t *chain, json_t *run, const char *generated_at,
 			json_t **ret, char **ret_error);
-/* The same with runId = @run_id (NULL: the boot id), for a run of berth mcp in that boot. */
-int attest_record_build_run(json_t *evidence, const char *run_id, json_t *chain, json_t *run,
-			    const char *generated_at, json_t **ret, char **ret_error);
 
 /*
  * attest_run_record() - the record of run @run_id, what `berth attest <runId>` prints.
@@ -92,7 +79,3 @@ int attest_run_record(const char *runs_dir, const char *audit_path, const char *
  * SPEC §8.5: digest-mismatch, enforcement-status-underived, ...).
  */
 int attest_verify(json_t *record, json_t **ret_problems);
-
-/* Now as RFC 3339 UTC ("2026-01-02T03:04:05Z") into @buf (at least 21 bytes). */
-void attest_now_rfc3339(char *buf, size_t size);
-int attest_rfc3339_valid(const char *s);

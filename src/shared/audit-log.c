@@ -16,8 +16,10 @@
 #include "attest.h"
 #include "audit-log.h"
 #include "fileio.h"
+#include "line-reader.h"
 #include "macros.h"
 #include "paths.h"
+#include "time-util.h"
 
 /* How far back from the end the sink looks for the last record before it falls back to
  * reading the whole segment: room for a torn line and a whole record before it. */
@@ -214,76 +216,6 @@ int audit_record_hash(json_t *record, const char *prev_hash, char ret_hex[SHA256
 	return r;
 }
 
-/* ---- reading lines with a cap ---- */
-
-typedef struct LineReader {
-	int fd;
-	char *buf; /* AUDIT_LINE_MAX + 1 bytes of data and a NUL */
-	size_t start, end;
-	bool eof;
-} LineReader;
-
-/*
- * The next line (without its newline, NUL-terminated in place) into *@ret and its length
- * into *@ret_len: 1, or 0 at the end of the file. A line longer than AUDIT_LINE_MAX is
- * consumed up to its newline and reported as -EMSGSIZE, without ever holding more than
- * the cap in memory. A last line without a newline is returned as it is.
- */
-static int line_reader_next(LineReader *lr, char **ret, size_t *ret_len)
-{
-	const size_t cap = AUDIT_LINE_MAX + 1;
-	bool oversized = false;
-
-	for (;;) {
-		char *nl = lr->end > lr->start
-				   ? memchr(lr->buf + lr->start, '\n', lr->end - lr->start)
-				   : NULL;
-		ssize_t n;
-
-		if (nl) {
-			size_t len = (size_t)(nl - (lr->buf + lr->start));
-
-			*nl = '\0';
-			*ret = lr->buf + lr->start;
-			lr->start += len + 1;
-			if (oversized)
-				return -EMSGSIZE;
-			*ret_len = len;
-			return 1;
-		}
-		if (lr->eof) {
-			size_t len = lr->end - lr->start;
-
-			if (len == 0 && !oversized)
-				return 0;
-			lr->buf[lr->end] = '\0';
-			*ret = lr->buf + lr->start;
-			*ret_len = len;
-			lr->start = lr->end;
-			return oversized ? -EMSGSIZE : 1;
-		}
-		if (lr->start > 0) {
-			memmove(lr->buf, lr->buf + lr->start, lr->end - lr->start);
-			lr->end -= lr->start;
-			lr->start = 0;
-		}
-		if (lr->end >= cap) {
-			/* No newline within the cap: drop what we have and keep looking. */
-			oversized = true;
-			lr->start = lr->end = 0;
-		}
-		n = read(lr->fd, lr->buf + lr->end, cap - lr->end);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			lr->eof = true;
-		lr->end += (size_t)n;
-	}
-}
-
 static int open_segment_ro(const char *path, int *ret_fd)
 {
 	_cleanup_close_ int fd = -EBADF;
@@ -331,16 +263,13 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 	AuditChain chain = {.head = AUDIT_GENESIS_HASH, .anchor = AUDIT_GENESIS_HASH};
 	_cleanup_(close_all) int fds[AUDIT_ROTATED_MAX + 1];
 	_cleanup_close_ int lock_fd = -EBADF;
-	_cleanup_free_ char *lock_path = NULL, *buf = NULL;
+	_cleanup_free_ char *lock_path = NULL;
 	bool first = true, have_oldest = false;
 	int r = 0;
 
 	for (int n = 0; n <= AUDIT_ROTATED_MAX; n++)
 		fds[n] = -EBADF;
 	if (asprintf(&lock_path, "%s.lock", path) < 0)
-		return -ENOMEM;
-	buf = malloc(AUDIT_LINE_MAX + 2);
-	if (!buf)
 		return -ENOMEM;
 
 	/* Open every segment under a shared lock, so no rotation runs in between, then let
@@ -367,7 +296,8 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 
 	for (int n = AUDIT_ROTATED_MAX; n >= 0; n--) {
 		_cleanup_free_ char *seg = segment_path(path, n);
-		LineReader lr = {.buf = buf};
+		_cleanup_(line_reader_done) LineReader lr =
+			LINE_READER_INIT(fds[n], AUDIT_LINE_MAX);
 		uint64_t lineno = 0, records = 0;
 
 		if (!seg) {
@@ -379,7 +309,7 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 		chain.segments++;
 		if (n == AUDIT_ROTATED_MAX)
 			have_oldest = true;
-		lr.fd = fds[n];
+		lr.keep_partial = true; /* a last line without its newline is read as well */
 		for (;;) {
 			_cleanup_(json_decrefp) json_t *rec = NULL;
 			char hex[SHA256_HEX_LEN + 1];
@@ -388,7 +318,7 @@ int audit_chain_walk(const char *path, const AuditWalkOps *ops, void *userdata,
 			size_t len = 0;
 			char *line = NULL;
 
-			r = line_reader_next(&lr, &line, &len);
+			r = line_reader_next(&lr, -1, &line, &len);
 			if (r == 0)
 				break;
 			lineno++;
@@ -604,6 +534,29 @@ static int terminate_torn_line(int fd, uint64_t *size)
 	return RET_NERRNO(fdatasync(fd));
 }
 
+/* The current segment, opened (or created) under the lock, and its size once a torn last
+ * line is ended. */
+static int open_current_sized(AuditSink *s, int *ret_fd, uint64_t *ret_size)
+{
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+	uint64_t size;
+	int r;
+
+	r = open_current(s, &fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	size = (uint64_t)st.st_size;
+	r = terminate_torn_line(fd, &size);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(fd);
+	*ret_size = size;
+	return 0;
+}
+
 /* The last line of @fd (of @size bytes) the sink may chain to, or NULL. Looks back through
  * a window that grows to TAIL_WINDOW_MAX, then reads the whole segment. */
 static int segment_last_record(int fd, uint64_t size, json_t **ret)
@@ -661,11 +614,9 @@ static int segment_last_record(int fd, uint64_t size, json_t **ret)
 
 	/* Only torn or foreign lines near the end: read the whole segment, keep the last. */
 	{
-		_cleanup_free_ char *lbuf = malloc(AUDIT_LINE_MAX + 2);
-		LineReader lr = {.fd = fd, .buf = lbuf};
+		_cleanup_(line_reader_done) LineReader lr = LINE_READER_INIT(fd, AUDIT_LINE_MAX);
 
-		if (!lbuf)
-			return -ENOMEM;
+		lr.keep_partial = true;
 		/* Reading moves the offset; appends go to the end regardless (O_APPEND). */
 		if (lseek(fd, 0, SEEK_SET) < 0)
 			return -errno;
@@ -673,7 +624,7 @@ static int segment_last_record(int fd, uint64_t size, json_t **ret)
 			char *line;
 			size_t llen = 0;
 			json_t *rec;
-			int r = line_reader_next(&lr, &line, &llen);
+			int r = line_reader_next(&lr, -1, &line, &llen);
 
 			if (r == 0)
 				return 0;
@@ -744,7 +695,6 @@ int audit_sink_open(const char *path, bool capture_payloads, AuditSink **ret)
 	_cleanup_free_ char *lock_path = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	_cleanup_(unlockp) int *locked = NULL;
-	struct stat st;
 	uint64_t size;
 	char *slash;
 	int r;
@@ -783,13 +733,7 @@ int audit_sink_open(const char *path, bool capture_payloads, AuditSink **ret)
 		return r;
 	locked = &s->lock_fd;
 
-	r = open_current(s, &fd);
-	if (r < 0)
-		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	size = (uint64_t)st.st_size;
-	r = terminate_torn_line(fd, &size);
+	r = open_current_sized(s, &fd, &size);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(s);
@@ -837,17 +781,6 @@ static int event_check(json_t *ev)
 	     (!json_is_integer(v) || json_integer_value(v) < 0)))
 		return -EINVAL;
 	return 0;
-}
-
-static void now_rfc3339_ms(char *buf, size_t size)
-{
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000));
 }
 
 /* The record for @ev, in the order of audit-log.h, without prevHash and hash. */
@@ -913,7 +846,6 @@ int audit_append(AuditSink *s, json_t *event)
 	_cleanup_(unlockp) int *locked = NULL;
 	char prev[SHA256_HEX_LEN + 1] = AUDIT_GENESIS_HASH, ts[80];
 	json_int_t seq = 1;
-	struct stat st;
 	uint64_t size;
 	size_t len = 0;
 	int r;
@@ -926,13 +858,7 @@ int audit_append(AuditSink *s, json_t *event)
 		return r;
 	locked = &s->lock_fd;
 	/* Reopened on every append: another writer may have rotated the file since. */
-	r = open_current(s, &fd);
-	if (r < 0)
-		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	size = (uint64_t)st.st_size;
-	r = terminate_torn_line(fd, &size);
+	r = open_current_sized(s, &fd, &size);
 	if (r < 0)
 		return r;
 	r = trail_last_record(s, fd, size, &last);
@@ -946,7 +872,7 @@ int audit_append(AuditSink *s, json_t *event)
 			seq = json_integer_value(ls) + 1;
 	}
 
-	now_rfc3339_ms(ts, sizeof(ts));
+	now_rfc3339(ts, sizeof(ts), true);
 	rec = record_new(s, event, ts, seq);
 	if (!rec)
 		return -ENOMEM;

@@ -7,6 +7,7 @@
 
 #include "denial.h"
 #include "macros.h"
+#include "parse-util.h"
 #include "policy.h"
 #include "term-text.h"
 
@@ -1159,18 +1160,12 @@ static const char *network_code(const char *raw, size_t n)
 	return best;
 }
 
+/* The port in the @len bytes at @s, -1 when they are not one. */
 static int port_value(const char *s, size_t len)
 {
-	int v = 0;
+	uint16_t v;
 
-	if (len == 0 || len > 5)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v >= 1 && v <= 65535 ? v : -1;
+	return parse_port(s, len, &v) < 0 ? -1 : v;
 }
 
 /* The address after the code ("127.0.0.1:8090", "example.com"): host and port (-1: none);

@@ -32,7 +32,7 @@ static void secret_free(char *p, size_t len)
 	}
 }
 
-EnvSet *env_set_new(void)
+static EnvSet *env_set_new(void)
 {
 	return calloc(1, sizeof(EnvSet));
 }

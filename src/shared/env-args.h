@@ -36,7 +36,6 @@
 
 typedef struct EnvSet EnvSet;
 
-EnvSet *env_set_new(void);
 /* Frees @s, zeroing every value first. NULL-safe; returns NULL. */
 EnvSet *env_set_free(EnvSet *s);
 static inline void env_set_freep(EnvSet **s)

@@ -16,6 +16,7 @@
 
 #include "exec-util.h"
 #include "macros.h"
+#include "time-util.h"
 
 static int is_executable_file(const char *path)
 {
@@ -25,6 +26,12 @@ static int is_executable_file(const char *path)
 }
 
 int find_executable_in_path(const char *name, char **ret_path)
+{
+	return find_executable_in_path_if(name, NULL, NULL, ret_path);
+}
+
+int find_executable_in_path_if(const char *name, executable_accept_t accept, void *userdata,
+			       char **ret_path)
 {
 	_cleanup_free_ char *copy = NULL;
 	const char *path = getenv("PATH");
@@ -45,21 +52,13 @@ int find_executable_in_path(const char *name, char **ret_path)
 
 		if (asprintf(&p, "%s/%s", dir, name) < 0)
 			return -ENOMEM;
-		if (is_executable_file(p)) {
+		if (is_executable_file(p) && (!accept || accept(p, userdata))) {
 			*ret_path = p;
 			return 0;
 		}
 		free(p);
 	}
 	return -ENOENT;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static _noreturn_ void exec_child(char *const argv[], int out_fd, bool with_stderr)
@@ -80,12 +79,15 @@ static _noreturn_ void exec_child(char *const argv[], int out_fd, bool with_stde
 }
 
 /* Read until EOF, @deadline or @cancel_fd (when > 0) turning readable; keep the first @max
- * bytes in @buf (which has room for a NUL). */
+ * bytes in @buf (which has room for a NUL). *@ret_len counts them on every return, so that
+ * what a child said before it was stopped can be shown. */
 static int read_until(int fd, int cancel_fd, int64_t deadline, char *buf, size_t max,
 		      size_t *ret_len)
 {
 	char scratch[4096];
 	size_t len = 0;
+
+	*ret_len = 0;
 
 	for (;;) {
 		struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
@@ -115,10 +117,11 @@ static int read_until(int fd, int cancel_fd, int64_t deadline, char *buf, size_t
 			return -errno;
 		if (n == 0)
 			break;
-		if (len < max)
+		if (len < max) {
 			len += (size_t)n;
+			*ret_len = len;
+		}
 	}
-	*ret_len = len;
 	return 0;
 }
 
@@ -150,9 +153,9 @@ static int reap_until(int pidfd, int64_t deadline, int *ret_status)
 	return -ETIME;
 }
 
-int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret_fd)
+pid_t fork_pipe(int *ret_fd)
 {
-	int pipefd[2], pidfd;
+	int pipefd[2];
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -165,20 +168,31 @@ int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret
 		safe_close(pipefd[1]);
 		return r;
 	}
+	safe_close(pipefd[pid == 0 ? 0 : 1]);
+	*ret_fd = pipefd[pid == 0 ? 1 : 0];
+	return pid;
+}
+
+int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret_fd)
+{
+	int fd = -EBADF, pidfd;
+	pid_t pid = fork_pipe(&fd);
+
+	if (pid < 0)
+		return pid;
 	if (pid == 0)
-		exec_child(argv, pipefd[1], with_stderr);
-	safe_close(pipefd[1]);
+		exec_child(argv, fd, with_stderr);
 	pidfd = pidfd_open(pid, 0);
 	if (pidfd < 0) { /* our own unreaped child: its pid cannot have been reused */
 		int r = -errno;
 
 		(void)kill(pid, SIGKILL);
 		(void)waitpid(pid, NULL, 0);
-		safe_close(pipefd[0]);
+		safe_close(fd);
 		return r;
 	}
 	*ret_pidfd = pidfd;
-	*ret_fd = pipefd[0];
+	*ret_fd = fd;
 	return 0;
 }
 

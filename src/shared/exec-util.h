@@ -5,9 +5,12 @@
 #include <stddef.h>
 
 /*
- * Running other programs from the CLI: finding them in $PATH and collecting what they print,
- * with a deadline and a cap, so a hung or chatty tool cannot hang or flood the caller.
+ * Running other programs from the host's programs: finding them in $PATH and collecting
+ * what they print, with a deadline and a cap, so a hung or chatty tool cannot hang or flood
+ * the caller; and the fork() with a pipe back that this and the probes build on.
  */
+
+#include <sys/types.h>
 
 /*
  * find_executable_in_path() - look @name up in $PATH, as execvp() would, but in absolute
@@ -16,6 +19,11 @@
  * $PATH has none (or is unset), -ENOMEM.
  */
 int find_executable_in_path(const char *name, char **ret_path);
+
+/* The same, passing over every candidate @accept says no to (the search goes on). */
+typedef bool (*executable_accept_t)(const char *path, void *userdata);
+int find_executable_in_path_if(const char *name, executable_accept_t accept, void *userdata,
+			       char **ret_path);
 
 /*
  * run_capture() - run @argv with stdin and stderr on /dev/null and collect its stdout.
@@ -50,3 +58,11 @@ int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret
  * (when not NULL) still holds what the child printed until then; otherwise as above.
  */
 int run_capture_opts(char *const argv[], const RunCapture *o, char **ret_out, int *ret_status);
+
+/*
+ * fork_pipe() - fork() with a close-on-exec pipe from the child back to the parent.
+ * In the parent: returns the child's pid, *@ret_fd the read end. In the child: returns 0,
+ * *@ret_fd the write end. The other end is closed on both sides. -errno when the pipe or
+ * the fork fails (nothing is left open).
+ */
+pid_t fork_pipe(int *ret_fd);

@@ -19,6 +19,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macros.h"
+#include "time-util.h"
 
 /* Longest wait between retries; the first waits 250 ms, each next one twice as long. */
 #define BACKOFF_MS_FIRST 250
@@ -55,14 +56,6 @@ _printf_(3, 4) static int fetch_fail(Transfer *t, int error, const char *fmt, ..
 		va_end(ap);
 	}
 	return error;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void sleep_ms(uint64_t ms)

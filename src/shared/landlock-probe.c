@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec-util.h"
 #include "landlock-probe.h"
 #include "macros.h"
 #include "missing-landlock.h"
@@ -88,24 +89,16 @@ static _noreturn_ void probe_child(const char *dir, int report_fd)
 static int probe_in_child(const char *dir, ProbeReport *ret)
 {
 	_cleanup_close_ int rfd = -EBADF;
-	int pipefd[2], status;
+	int fd = -EBADF, status;
 	ssize_t n;
 	pid_t pid;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		safe_close(pipefd[0]);
-		safe_close(pipefd[1]);
-		return -errno;
-	}
-	if (pid == 0) {
-		safe_close(pipefd[0]);
-		probe_child(dir, pipefd[1]);
-	}
-	safe_close(pipefd[1]);
-	rfd = pipefd[0];
+	pid = fork_pipe(&fd);
+	if (pid < 0)
+		return pid;
+	if (pid == 0)
+		probe_child(dir, fd);
+	rfd = fd;
 	do
 		n = read(rfd, ret, sizeof(*ret));
 	while (n < 0 && errno == EINTR);

@@ -23,16 +23,6 @@ const char *pin_linux_release(void)
 	return PIN_LINUX_RELEASE;
 }
 
-const char *pin_kernel_package(void)
-{
-	return PIN_KERNEL_PACKAGE;
-}
-
-const char *pin_kernel_package_version(void)
-{
-	return PIN_KERNEL_PACKAGE_VERSION;
-}
-
 void pinset_compiled(PinSet *ret)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -100,12 +90,4 @@ char *pin_install_path(const char *vm_dir, ArtifactKind kind)
 
 	pinset_compiled(&set);
 	return pinset_install_path(&set, vm_dir, kind);
-}
-
-char *pin_asset_name(ArtifactKind kind)
-{
-	PinSet set;
-
-	pinset_compiled(&set);
-	return pinset_asset_name(&set, kind);
 }

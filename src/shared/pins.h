@@ -25,15 +25,11 @@ typedef struct Pin {
 
 const Pin *pin_get(ArtifactKind kind);
 const char *pin_linux_release(void);
-const char *pin_kernel_package(void);
-const char *pin_kernel_package_version(void);
 
 /* Install layout, relative to ~/.berth/vm:
  *   kernel/sha256/<kernel sha>/vmlinux, kernel/sha256/<kernel sha>/initrd-<initrd sha>.cpio,
  *   rootfs/rootfs-<rootfs sha>.erofs. Returns a malloc()ed path or NULL on OOM. */
 char *pin_install_path(const char *vm_dir, ArtifactKind kind);
-/* The file name a release (or a flat --from directory) gives the artifact. */
-char *pin_asset_name(ArtifactKind kind);
 
 /* A set of pins as a value: the compiled-in one, or one read out of a berth-vmm binary
  * (`berth-vmm pins --json`), which is what that binary will agree to boot. */

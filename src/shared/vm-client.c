@@ -13,6 +13,8 @@
 #include "fileio.h"
 #include "macros.h"
 #include "rundir.h"
+#include "term-text.h"
+#include "time-util.h"
 #include "vm-client.h"
 
 int vm_socket_connect(const char *run_dir, const char *socket_name)
@@ -35,86 +37,6 @@ int vm_socket_connect(const char *run_dir, const char *socket_name)
 	return fd;
 }
 
-void line_reader_init(LineReader *r, int fd)
-{
-	*r = (LineReader){.fd = fd, .cancel_fd = -EBADF};
-}
-
-void line_reader_done(LineReader *r)
-{
-	free(r->buf);
-	*r = (LineReader){.fd = -EBADF, .cancel_fd = -EBADF};
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int line_reader_next(LineReader *r, int timeout_ms, char **ret_line)
-{
-	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	bool polled = false;
-	char *nl;
-
-	/* Drop the line handed out last time (it ends at the first NUL). */
-	if (r->buf && r->len > 0 && (nl = memchr(r->buf, '\0', r->len))) {
-		size_t used = (size_t)(nl - r->buf) + 1;
-
-		memmove(r->buf, r->buf + used, r->len - used);
-		r->len -= used;
-	}
-	for (;;) {
-		struct pollfd p[2] = {
-			{.fd = r->fd, .events = POLLIN},
-			{.fd = r->cancel_fd > 0 ? r->cancel_fd : -1, .events = POLLIN}};
-		long long left = deadline < 0 ? -1 : deadline - now_ms();
-		ssize_t n;
-
-		nl = r->len ? memchr(r->buf, '\n', r->len) : NULL;
-		if (nl) {
-			*nl = '\0';
-			*ret_line = r->buf;
-			return 1;
-		}
-		if (r->len > VM_LINE_MAX)
-			return -EMSGSIZE;
-		/* Poll at least once, so that a timeout of 0 means "what is there now". */
-		if (polled && deadline >= 0 && left <= 0)
-			return -ETIME;
-		if (r->alloc - r->len < 4096) {
-			size_t want =
-				MIN(MAX(r->alloc * 2, (size_t)8192), (size_t)VM_LINE_MAX + 8192);
-			char *b = realloc(r->buf, want);
-
-			if (!b)
-				return -ENOMEM;
-			r->buf = b;
-			r->alloc = want;
-		}
-		n = poll(p, 2, left < 0 ? (deadline < 0 ? -1 : 0) : (int)left);
-		polled = true;
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n <= 0)
-			continue;
-		if (p[1].revents)
-			return -ECANCELED;
-		n = read(r->fd, r->buf + r->len, r->alloc - r->len);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return 0;
-		r->len += (size_t)n;
-	}
-}
-
 int vm_control_request(const char *run_dir, const char *request, int timeout_ms, json_t **ret)
 {
 	_cleanup_(json_decrefp) json_t *req = json_loads(request, 0, NULL);
@@ -132,12 +54,12 @@ int vm_control_request(const char *run_dir, const char *request, int timeout_ms,
 	r = loop_write(fd, request, strlen(request));
 	if (r >= 0)
 		r = loop_write(fd, "\n", 1);
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	while (r >= 0) {
 		long long left = deadline - now_ms();
 		json_t *o;
 
-		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
+		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line, NULL);
 		if (r <= 0) {
 			r = r == 0 ? -ECONNRESET : r;
 			break;
@@ -154,6 +76,21 @@ int vm_control_request(const char *run_dir, const char *request, int timeout_ms,
 	line_reader_done(&lr);
 	close(fd);
 	return r;
+}
+
+bool vm_log_line_print(FILE *f, const char *line, size_t len)
+{
+	_cleanup_(json_decrefp) json_t *o = json_loadb(line, len, 0, NULL);
+	json_t *text = json_object_get(o, "line");
+
+	if (!json_is_string(text))
+		return false;
+	fputc('[', f);
+	term_text_puts(f, json_string_value(json_object_get(o, "src")) ?: "?", TERM_TEXT_LOG_LINE);
+	fputs("] ", f);
+	term_text_write(f, json_string_value(text), json_string_length(text), TERM_TEXT_LOG_LINE);
+	fputc('\n', f);
+	return true;
 }
 
 json_t *vm_json_load(const char *run_dir)
@@ -251,12 +188,12 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *re
 		vm_await_failure_reason(run_dir, reason, reason_size);
 		return fd == -ECONNREFUSED || fd == -ENOENT ? -EIO : fd;
 	}
-	line_reader_init(&lr, fd);
+	line_reader_init(&lr, fd, VM_LINE_MAX);
 	for (;;) {
 		long long left = deadline - now_ms();
 		json_t *ev;
 
-		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line);
+		r = line_reader_next(&lr, left > 0 ? (int)left : 0, &line, NULL);
 		if (r == 0) {
 			/* berth-vmm closed us: it failed the VM, and vm.json says why. */
 			vm_await_failure_reason(run_dir, reason, reason_size);

@@ -4,7 +4,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
+
+#include "line-reader.h"
 
 /*
  * The host side of a VM's run dir sockets, for commands that talk to a running VM
@@ -12,30 +15,14 @@
  * every wait has a deadline: guest output never decides what the host does.
  */
 
+/* The longest line read from a VM's sockets (line_reader_init()'s @max_line). */
 #define VM_LINE_MAX (1024 * 1024)
 /* What berth-vmm says on logs.sock, then closes, to a reader past its cap: the prefix, why,
  * and what to do. */
 #define LOG_STREAM_REFUSED "log stream refused: "
 
-typedef struct LineReader {
-	int fd;
-	int cancel_fd; /* > 0: a wait ends with -ECANCELED when this turns readable */
-	char *buf;
-	size_t len, alloc;
-} LineReader;
-
 /* Connect to @socket_name ("control.sock", ...) in @run_dir. Returns an fd or -errno. */
 int vm_socket_connect(const char *run_dir, const char *socket_name);
-
-void line_reader_init(LineReader *r, int fd);
-void line_reader_done(LineReader *r);
-/*
- * line_reader_next() - the next line (NUL-terminated, no newline) within @timeout_ms
- * (-1: no limit). The pointer stays valid until the next call.
- * Returns 1 with a line, 0 at EOF, -ETIME on timeout, -EMSGSIZE for a line over VM_LINE_MAX,
- * -ECANCELED when r->cancel_fd turned readable.
- */
-int line_reader_next(LineReader *r, int timeout_ms, char **ret_line);
 
 /*
  * vm_control_request() - send @request (a JSON object with "op") on a fresh control
@@ -43,6 +30,13 @@ int line_reader_next(LineReader *r, int timeout_ms, char **ret_line);
  * skipped. Returns 0 with the reply in *@ret, or -errno (-ETIME after @timeout_ms).
  */
 int vm_control_request(const char *run_dir, const char *request, int timeout_ms, json_t **ret);
+
+/*
+ * vm_log_line_print() - one line of logs.sock ({"src":..., "line":...}) for a person:
+ * "[src] line" and a newline on @f, the guest's and the app's text neutralised for a
+ * terminal. Returns false, printing nothing, when @line (@len bytes) is not such a record.
+ */
+bool vm_log_line_print(FILE *f, const char *line, size_t len);
 
 /* Load @run_dir/vm.json; NULL when missing or malformed. */
 json_t *vm_json_load(const char *run_dir);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "macros.h"
+#include "parse-util.h"
 #include "vm-support.h"
 
 typedef struct Unsupported {
@@ -87,8 +88,7 @@ static char *egress_pattern(const char *scope)
 		      (colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)))) {
 		port = colon + 1;
 		host_len = (size_t)(colon - scope);
-		if (!streq(port, "*") &&
-		    (strlen(port) > 5 || atoi(port) < 1 || atoi(port) > 65535)) {
+		if (!streq(port, "*") && parse_port(port, strlen(port), &(uint16_t){0}) < 0) {
 			errno = EINVAL;
 			return NULL;
 		}

@@ -11,12 +11,15 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "exec-util.h"
 #include "fileio.h"
 #include "macros.h"
 #include "paths.h"
 #include "vmm.h"
 
 #define PINS_JSON_MAX (64 * 1024)
+/* A broken binary must not hang whoever asks (berth doctor, berth vm install, berth dev). */
+#define PINS_QUERY_TIMEOUT_MS 10000
 
 static int executable_at(const char *path)
 {
@@ -31,26 +34,11 @@ static int try_candidate(const char *path, char **ret_path)
 	return *ret_path ? 0 : -ENOMEM;
 }
 
+/* Absolute $PATH entries only: a relative one names whatever directory berth was started
+ * in, an app's folder for berth dev. */
 static int search_path(char **ret_path)
 {
-	_cleanup_free_ char *copy = NULL;
-	const char *path = getenv("PATH");
-	char *save = NULL;
-
-	if (!path)
-		return -ENOENT;
-	copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		_cleanup_free_ char *p = NULL;
-
-		if (asprintf(&p, "%s/berth-vmm", dir) < 0)
-			return -ENOMEM;
-		if (try_candidate(p, ret_path) == 0)
-			return 0;
-	}
-	return -ENOENT;
+	return find_executable_in_path("berth-vmm", ret_path);
 }
 
 static int search_build_tree(char **ret_path)
@@ -138,7 +126,8 @@ int vmm_locate_for_pins(const char *configured, const PinSet *want, char **ret_p
 	return 0;
 }
 
-int pinset_from_json_text(const char *text, PinSet *ret)
+/* Parse the `berth-vmm pins --json` form. */
+static int pinset_from_json_text(const char *text, PinSet *ret)
 {
 	_cleanup_(json_decrefp) json_t *doc = NULL;
 	PinSet set = {};
@@ -182,54 +171,13 @@ char *pinset_to_json_text(const PinSet *set)
 int vmm_query_pins(const char *path, PinSet *ret)
 {
 	_cleanup_free_ char *out = NULL;
-	size_t size = 0, alloc = 0;
-	int pipefd[2], status;
-	pid_t pid;
+	int r, status;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		safe_close(pipefd[0]);
-		safe_close(pipefd[1]);
-		return -errno;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		dup2(null, STDIN_FILENO);
-		dup2(pipefd[1], STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		execl(path, path, "pins", "--json", (char *)NULL);
-		_exit(127);
-	}
-	safe_close(pipefd[1]);
-	for (;;) {
-		ssize_t n;
-
-		if (size + 1 >= alloc) {
-			char *p;
-
-			if (alloc >= PINS_JSON_MAX)
-				break;
-			alloc = alloc ? alloc * 2 : 4096;
-			p = realloc(out, alloc);
-			if (!p)
-				break;
-			out = p;
-		}
-		n = read(pipefd[0], out + size, alloc - size - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		size += (size_t)n;
-	}
-	safe_close(pipefd[0]);
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
-	if (!out || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+	r = run_capture((char *const[]){(char *)path, (char *)"pins", (char *)"--json", NULL},
+			PINS_QUERY_TIMEOUT_MS, PINS_JSON_MAX, &out, &status);
+	if (r < 0)
+		return r;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -EBADMSG;
-	out[size] = '\0';
 	return pinset_from_json_text(out, ret);
 }

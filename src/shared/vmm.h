@@ -12,8 +12,8 @@
 /*
  * vmm_locate() - find the berth-vmm binary.
  * Order: $BERTH_VMM, @configured (vm.vmm in ~/.berth/config.json; may be NULL),
- * ~/.berth/vm/bin/berth-vmm, $PATH, then the build tree next to this executable
- * (src/berth-vmm/berth-vmm beside src/berth/berth).
+ * ~/.berth/vm/bin/berth-vmm, $PATH (its absolute entries), then the build tree next to
+ * this executable (src/berth-vmm/berth-vmm beside src/berth/berth).
  * Returns 0 and a malloc()ed path, -ENOENT when none is found.
  */
 int vmm_locate(const char *configured, char **ret_path);
@@ -29,10 +29,10 @@ int vmm_locate_for_pins(const char *configured, const PinSet *want, char **ret_p
 
 /*
  * vmm_query_pins() - run `@path pins --json` and parse what it prints into @ret.
- * Returns 0, or -errno (-EBADMSG when the output is not a pin set).
+ * Returns 0, or -errno (-ETIME when it did not finish within 10 s, -EBADMSG when it failed
+ * or its output is not a pin set).
  */
 int vmm_query_pins(const char *path, PinSet *ret);
 
-/* Parse/print the `berth-vmm pins --json` form. */
-int pinset_from_json_text(const char *text, PinSet *ret);
+/* Print the `berth-vmm pins --json` form. */
 char *pinset_to_json_text(const PinSet *set);

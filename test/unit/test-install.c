@@ -25,6 +25,7 @@
 #include "macros.h"
 #include "pins.h"
 #include "tests.h"
+#include "time-util.h"
 
 /* Odd sizes, so halves and buffer boundaries do not line up. */
 static const size_t artifact_sizes[_ARTIFACT_KIND_MAX] = {
@@ -186,14 +187,6 @@ static char *url_for(const Fixture *f, const char *mode, ArtifactKind kind)
 	_cleanup_free_ char *asset = pinset_asset_name(&f->pins, kind);
 
 	return pathf("http://127.0.0.1:%d/%s/%s", f->port, mode, asset);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* The file at @path is artifact @kind, read-only. */

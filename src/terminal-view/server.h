@@ -40,7 +40,8 @@ ViewServer *view_server_free(ViewServer *s);
 int view_server_run(ViewServer *s, volatile sig_atomic_t *stop);
 void view_server_wake(ViewServer *s);
 
-/* One round of service, waiting at most @timeout_ms (tests and the fuzzer). */
+/* One round of service; @timeout_ms -1 does not wait (libwebsockets 4 otherwise waits for
+ * its next timer, however small @timeout_ms: the fuzzer passes -1). */
 int view_server_service(ViewServer *s, int timeout_ms);
 
 /* Take @fd (a connected stream socket) as if it had been accepted (the fuzzer). */

@@ -298,6 +298,8 @@ static int setup_apps(void)
 		r = apps_listen_rpc(init.mux);
 	if (r >= 0)
 		r = apps_setup_egress(init.loop, init.mux);
+	if (r >= 0)
+		r = apps_setup_publish(init.mux);
 	return r;
 }
 

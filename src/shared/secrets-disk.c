@@ -142,18 +142,28 @@ static void emit_document(Writer *w, const EnvSet *env, const SecretsDiskApp *ap
 			emit_pair(w, &first, env, i);
 	emit_str(w, "},\"apps\":{");
 	for (size_t a = 0; a < n_apps; a++) {
+		const EnvSet *own = apps[a].own;
+
 		first = true;
-		for (size_t i = 0; i < env_set_size(env); i++) {
-			if (!declares(apps[a].manifest, env_set_name(env, i)))
-				continue;
-			if (first) {
-				if (!first_app)
-					emit(w, ",", 1);
-				first_app = false;
-				emit_json_string(w, apps[a].name, strlen(apps[a].name));
-				emit(w, ":{", 2);
+		for (size_t k = 0; k < 2; k++) {
+			/* First the CLI's own values, then the declared ones they leave. */
+			const EnvSet *set = k == 0 ? own : env;
+
+			for (size_t i = 0; i < env_set_size(set); i++) {
+				const char *name = env_set_name(set, i);
+
+				if (k == 1 && (!declares(apps[a].manifest, name) ||
+					       env_set_get(own, name, NULL)))
+					continue;
+				if (first) {
+					if (!first_app)
+						emit(w, ",", 1);
+					first_app = false;
+					emit_json_string(w, apps[a].name, strlen(apps[a].name));
+					emit(w, ":{", 2);
+				}
+				emit_pair(w, &first, set, i);
 			}
-			emit_pair(w, &first, env, i);
 		}
 		if (!first)
 			emit(w, "}", 1);

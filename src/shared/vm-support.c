@@ -19,7 +19,6 @@ typedef struct Unsupported {
 static const Unsupported unsupported[] = {
 	{"network", "peer", "the VM has no mesh network (WireGuard) daemon"},
 	{"browser", NULL, "the VM has no browser layer"},
-	{"terminal", NULL, "the VM has no terminal (ttyd) service"},
 	{"github", NULL, "the VM has no GitHub API broker"},
 };
 

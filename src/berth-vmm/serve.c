@@ -32,6 +32,8 @@
 #include "rundir.h"
 #include "vm-client.h"
 #include "vm-diag.h"
+#include "serve.h"
+#include "vm-json.h"
 #include "vmm-run.h"
 
 #define PENDING_MAX 64

@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "macros.h"
 #include "pins.h"
+#include "vm-json.h"
 #include "vmm-run.h"
 
 static json_t *artifact_json(const Artifact *a, const char *name)

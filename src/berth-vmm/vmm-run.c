@@ -28,6 +28,7 @@
 #include "rundir.h"
 #include "time-util.h"
 #include "tsc.h"
+#include "serve.h"
 #include "vmm-run.h"
 
 /* Host sockets berth-vmm creates in the run dir; the longest decides the length check. */

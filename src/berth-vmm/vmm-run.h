@@ -92,7 +92,3 @@ typedef struct Vmm {
 int vmm_run_main(int argc, char **argv);
 /* berth-vmm accel: the accelerator choice and the probe behind it (accel-verb.c). */
 int vmm_accel_main(int argc, char **argv);
-/* Write vm.json in the run dir (atomically); @state e.g. "starting", "running". */
-int vmm_write_state(Vmm *v, const char *state);
-/* Serve the host sockets and supervise QEMU until the VM is gone; returns the exit code. */
-int vmm_serve(Vmm *v, int ready_fd);

@@ -36,6 +36,7 @@
 #include "macros.h"
 #include "missing-landlock.h"
 #include "mux-io.h"
+#include "resume.h"
 #include "secrets.h"
 
 #define MUX_PORT_NAME "berth.mux"
@@ -208,6 +209,43 @@ static void status_reply(json_t *reply, void *userdata)
 }
 
 static void begin_shutdown(const char *reason);
+
+/* The host's resume request, in a template boot's wait (resume.h). */
+static int resume_requested(const json_t *req, char *err, size_t errlen, void *userdata)
+{
+	long long template_ms = journal_uptime_ms();
+	int r = resume_apply(req, err, errlen);
+
+	if (r < 0) {
+		journal_logf("resume refused: %s", err);
+		return r;
+	}
+	/* What the journal holds so far is the template's boot, not this VM's. */
+	journal_restart();
+	journal_event("restored", json_pack("{s:I}", "templateUptimeMs", (json_int_t)template_ms));
+	ev_exit(init.loop, 0);
+	return 0;
+}
+
+/*
+ * A template boot: nothing of an app, nothing from a disk but the root image. Say so on
+ * the console, where berth-vmm waits for it to save the VM, and wait for the host's
+ * resume request, which every VM restored from the snapshot gets.
+ */
+static int template_phase(void)
+{
+	journal_event("template_ready", NULL);
+	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);
+	while (!resume_done()) {
+		int r = ev_loop(init.loop);
+
+		if (init.shutting_down)
+			return -ECANCELED;
+		if (r < 0 && !resume_done())
+			journal_logf("event loop failed (%s) while waiting to be resumed", strerror(-r));
+	}
+	return 0;
+}
 
 static void no_app_started(void)
 {
@@ -424,7 +462,9 @@ int main(void)
 {
 	static const int signals[] = {SIGCHLD, SIGTERM, SIGINT, SIGPWR};
 	char cgroup_opts[64];
-	ControlHandlers handlers = {.status = status_reply, .shutdown = shutdown_requested};
+	ControlHandlers handlers = {.status = status_reply,
+				    .shutdown = shutdown_requested,
+				    .resume = resume_requested};
 	int r;
 
 	if (getpid() != 1) {
@@ -450,6 +490,13 @@ int main(void)
 		init.exit_code = 1;
 		init.power_off_reason = "boot failed";
 		finish_phase();
+	}
+	if (resume_is_template()) {
+		r = template_phase();
+		if (r < 0)
+			finish_phase();
+		/* This VM's own record starts here. */
+		boot_start(cgroup_opts);
 	}
 	r = init_phase();
 	if (r < 0) {

@@ -541,7 +541,8 @@ static int start_engine(Vmm *v)
 	qemu_last_words(v, last, sizeof(last));
 	engine_done(&v->engine);
 	engine_init(&v->engine, &engine_qemu_ops);
-	snprintf(why, sizeof(why), "the snapshot %.12s could not be restored (%s%s%s); it was removed",
+	snprintf(why, sizeof(why), "the snapshot %.12s could not be restored (%s%s%s); it was removed, and "
+		 "`berth vm install` makes a new one",
 		 v->snapshot.sha256, err, last[0] ? "; QEMU: " : "", last);
 	log_warning("booting cold: %s", why);
 	snapshot_remove(v->snapshot.dir);

@@ -137,7 +137,8 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 	}
 	if (!json_equal(json_object_get(meta, "key"), want)) {
 		snprintf(why, whylen, "the snapshot in %s was made for other artifacts, another "
-				      "berth-vmm or QEMU, or another VM size",
+				      "berth-vmm or QEMU, or another VM size; it was removed, and `berth vm "
+				      "install` makes a new one",
 			 dir);
 		snapshot_remove(dir);
 		return -ESTALE;
@@ -196,7 +197,7 @@ int snapshot_open_verified(const Snapshot *s, char *why, size_t whylen)
 	if (total != s->size || sha256_final_hex(h, got) < 0 || !streq(got, s->sha256)) {
 		snprintf(why, whylen,
 			 "the snapshot %s failed its check (sha256 %s, %llu bytes; recorded %s, "
-			 "%llu bytes): it was removed and is made again",
+			 "%llu bytes): it was removed; `berth vm install` makes a new one",
 			 s->path, total == s->size ? got : "-", (unsigned long long)total, s->sha256,
 			 (unsigned long long)s->size);
 		snapshot_remove(s->dir);

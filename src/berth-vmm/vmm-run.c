@@ -664,6 +664,7 @@ static int try_restore(Vmm *v)
 	c->incoming_fd = v->snapshot_fd;
 	c->cmdline = v->snapshot.cmdline;
 	c->tsc_khz = 0; /* the template's kernel measured the clock it runs on */
+	v->snapshot_key = key;
 	v->restore = true;
 	log_info("restoring snapshot %.12s (made %s) instead of booting", v->snapshot.sha256,
 		 v->snapshot.created_at);
@@ -693,7 +694,8 @@ int vmm_config_cold(Vmm *v, const char *reason)
 
 	v->restore = false;
 	v->snapshot_fd = safe_close(v->snapshot_fd);
-	snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", reason);
+	if (reason != v->boot_reason) /* snprintf() must not copy onto itself */
+		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", reason);
 	c->incoming_fd = -EBADF;
 	c->qmp_path = NULL;
 	c->cmdline = NULL;

@@ -92,6 +92,7 @@ typedef struct Vmm {
 	/* Restored from a snapshot (snapshot.h), or why not. */
 	bool restore;
 	Snapshot snapshot;
+	SnapshotKey snapshot_key; /* the pins it was made from, when restored */
 	int snapshot_fd; /* the verified, sealed copy QEMU restores from */
 	int placeholder_fds[2 + SNAPSHOT_APPS];
 	char *qmp_path;

@@ -402,6 +402,7 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	static const struct option options[] = {{"runtime", required_argument, NULL, 'r'},
 						{"env", required_argument, NULL, 'e'},
 						{"env-file", required_argument, NULL, 'f'},
+						{"cold", no_argument, NULL, 'c'},
 						{"help", no_argument, NULL, 'h'},
 						{}};
 	const char *env = getenv("BERTH_DEV_BOOT_TIMEOUT_MS");
@@ -415,6 +416,8 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		if (c == 'r')
 			*ret_runtime = optarg;
+		else if (c == 'c')
+			d->l.cold = true;
 		else if (c == 'e') {
 			if (vm_launch_add_env(&d->l, optarg) < 0)
 				return -EINVAL;
@@ -422,7 +425,8 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 			if (vm_launch_add_env_file(&d->l, optarg) < 0)
 				return -EINVAL;
 		} else if (c == 'h') {
-			printf("usage: berth dev [DIR] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]...\n");
+			printf("usage: berth dev [DIR] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]...\n"
+			       "                 [--cold]\n");
 			exit(0);
 		} else
 			return -EINVAL;
@@ -443,8 +447,12 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 		return;
 	}
 	vm = vm_json_load(l->run_dir);
-	printf("VM ready in %lld ms (bundle %lld ms, %s, boot %lld ms). boot %s, berth-vmm pid %lld\n",
+	printf("VM ready in %lld ms (bundle %lld ms, %s, %s %lld ms). boot %s, berth-vmm pid %lld\n",
 	       now_ms() - d->t0, l->bundle.ms, l->bundle.cached ? "cached" : "fresh",
+	       streq(json_string_value(json_object_get(json_object_get(vm, "boot"), "mode")) ?: "",
+		     "restored")
+		       ? "restore"
+		       : "boot",
 	       l->boot_ms, l->boot_id, json_integer_value(json_object_get(vm, "pid")));
 	say("run dir %s; call it with `berth rpc %s --export <name>`", l->run_dir, l->name);
 	fflush(stdout);

@@ -11,6 +11,7 @@
 static void help(void)
 {
 	printf("usage: berth vm install [--from DIR] [--url TEMPLATE] [--no-download] [--force] [--vmm PATH]\n"
+	       "                        [--no-snapshot]\n"
 	       "\n"
 	       "Install the pinned guest kernel, initrd and root image under ~/.berth/vm, each\n"
 	       "checked against its sha256 pin before it is put in place.\n"
@@ -23,13 +24,14 @@ static void help(void)
 	       "  --no-download    copy from DIR only\n"
 	       "  --force          replace files that are installed and match\n"
 	       "  --vmm PATH       install PATH as ~/.berth/vm/bin/berth-vmm and use its pins\n"
+	       "  --no-snapshot    do not make the warm-start snapshot; VMs boot cold\n"
 	       "\n"
-	       "See docs/vm-install.md.\n");
+	       "See docs/vm-install.md and docs/warm-start.md.\n");
 }
 
 static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 {
-	enum { ARG_NO_DOWNLOAD = 0x100, ARG_FORCE, ARG_VMM };
+	enum { ARG_NO_DOWNLOAD = 0x100, ARG_FORCE, ARG_VMM, ARG_NO_SNAPSHOT };
 	static const struct option options[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"from", required_argument, NULL, 'f'},
@@ -37,6 +39,7 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 		{"no-download", no_argument, NULL, ARG_NO_DOWNLOAD},
 		{"force", no_argument, NULL, ARG_FORCE},
 		{"vmm", required_argument, NULL, ARG_VMM},
+		{"no-snapshot", no_argument, NULL, ARG_NO_SNAPSHOT},
 		{},
 	};
 	int c;
@@ -61,6 +64,9 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 			break;
 		case ARG_VMM:
 			o->vmm = optarg;
+			break;
+		case ARG_NO_SNAPSHOT:
+			o->no_snapshot = true;
 			break;
 		default:
 			return -EINVAL;

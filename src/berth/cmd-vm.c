@@ -72,6 +72,20 @@ static const char *str_of(json_t *o, const char *key, const char *dflt)
 }
 
 /* Every field comes from vm.json or the guest, and reaches the terminal neutralised. */
+/* Restored from a snapshot (which one) or booted cold (and why). */
+static void print_boot(json_t *boot)
+{
+	json_t *snap = json_object_get(boot, "snapshot");
+
+	if (!boot)
+		return;
+	if (snap)
+		term_text_line(stdout, 0, "  boot: restored from snapshot %.12s (made %s)",
+			       str_of(snap, "sha256", "?"), str_of(snap, "createdAt", "?"));
+	else
+		term_text_line(stdout, 0, "  boot: cold (%s)", str_of(boot, "reason", "?"));
+}
+
 static void print_vm(json_t *vm)
 {
 	json_t *guest = json_object_get(vm, "guest"), *app;
@@ -90,6 +104,7 @@ static void print_vm(json_t *vm)
 	if (json_is_string(json_object_get(json_object_get(vm, "accel"), "reason")))
 		term_text_line(stdout, 0, "  accelerator: %s",
 			       str_of(json_object_get(vm, "accel"), "reason", ""));
+	print_boot(json_object_get(vm, "boot"));
 	if (json_is_string(json_object_get(json_object_get(vm, "failure"), "reason")))
 		term_text_line(stdout, 0, "  failed: %s",
 			       str_of(json_object_get(vm, "failure"), "reason", ""));

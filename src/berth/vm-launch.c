@@ -662,6 +662,8 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 	argv[argc++] = l->bundle.dir;
 	argv[argc++] = "--state";
 	argv[argc++] = l->state;
+	if (l->cold)
+		argv[argc++] = "--cold";
 	for (size_t i = 0; l->vmm_args && l->vmm_args[i]; i++) {
 		if (argc + 6 >= size)
 			return log_error_errno(-E2BIG, "too many berth-vmm arguments (at most %d)",

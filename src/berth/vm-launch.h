@@ -34,6 +34,7 @@ typedef struct VmLaunch {
 	Manifest *manifest;
 	Bundle bundle;
 	unsigned boot_timeout_ms;
+	bool cold;	     /* --cold: boot the kernel, do not restore a snapshot */
 	char **vmm_args;     /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
 	EnvSet *env;	     /* --env and --env-file values (owned); NULL when none was given */
 	char **egress_allow; /* --egress-allow patterns from berth.yml (vm_egress_plan()) */

@@ -10,8 +10,8 @@
 /*
  * The template boot and the resume of a VM restored from its snapshot (docs/warm-start.md).
  *
- * A template boot (VM_TEMPLATE_FLAG on the kernel command line) does the mounts, the
- * channel and the warm runtimes, says VM_TEMPLATE_READY on the console and waits:
+ * A template boot (VM_TEMPLATE_FLAG on the kernel command line) does the mounts and the
+ * channel, says VM_TEMPLATE_READY on the console and waits:
  * berth-vmm saves the VM there. It reads none of its disks but the root image, and holds
  * nothing of an app: no plan, no policy, no secret, no share.
  *

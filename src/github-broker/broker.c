@@ -83,8 +83,10 @@ static int take_token(char **ret)
 	if (n == 0)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f)
+		if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f) {
 			n = BROKER_TOKEN_MAX + 1;
+			break;
+		}
 	if (n > BROKER_TOKEN_MAX) {
 		explicit_bzero(v, strlen(v));
 		return -EINVAL;

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -199,8 +200,10 @@ static _noreturn_ void run_child(Broker *b, int cfd)
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	(void)signal(SIGTERM, SIG_DFL);
 	close(b->listen_fd);
-	/* Blocking I/O, each wait bounded by a socket timeout. */
+	/* Blocking I/O, each wait bounded by a socket timeout; and no Nagle delay: the TLS
+	 * handshake's small records would otherwise wait on the app's delayed ACKs. */
 	(void)fcntl(cfd, F_SETFL, 0);
+	(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	session_run(&b->cfg, cfd);
 	_exit(0);
 }

@@ -97,6 +97,8 @@ class FakeGitHub(threading.Thread):
             threading.Thread(target=self.serve, args=(c,), daemon=True).start()
 
     def serve(self, raw):
+        # As GitHub's servers: no Nagle delay behind the handshake's session tickets.
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             c = self.ctx.wrap_socket(raw, server_side=True)
         except (ssl.SSLError, OSError):

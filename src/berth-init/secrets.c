@@ -209,7 +209,8 @@ json_t *secrets_names(const json_t *secrets)
 	json_t *o = json_pack("{s:o, s:o}", "apps", scope_names(json_object_get(secrets, "apps")),
 			      "shared", names_of(json_object_get(secrets, "shared")));
 
-	if (o && json_object_get(secrets, "daemons"))
+	/* Only when there is one: the event reads as it always has for a disk without. */
+	if (o && json_object_size(json_object_get(secrets, "daemons")) > 0)
 		json_object_set_new(o, "daemons",
 				    scope_names(json_object_get(secrets, "daemons")));
 	return o;

@@ -31,7 +31,7 @@ int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, c
 		     size_t errlen);
 
 /* The names only, for the boot event: {"apps":{"gh":["T"]},"shared":["A"]}, and
- * "daemons":{"github-api-broker":["GITHUB_TOKEN"]} when the image has that scope. */
+ * "daemons":{"github-api-broker":["GITHUB_TOKEN"]} when that scope holds any daemon. */
 json_t *secrets_names(const json_t *secrets);
 
 /* The variables of daemon @daemon (its scope, {NAME: value}), or NULL. Borrowed. */

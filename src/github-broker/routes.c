@@ -50,7 +50,8 @@ static int hex(char c)
 }
 
 /* Percent-decode @len bytes at @s. -ENOENT for what no route may hold: a bad escape, bytes
- * that are not UTF-8, a control character, or a separator ('/' or '\') once decoded. */
+ * that are not UTF-8, a control character or a line separator, or a separator ('/' or
+ * '\') once decoded. */
 static int decode_segment(const char *s, size_t len, char **ret)
 {
 	_cleanup_free_ char *out = malloc(len + 1);
@@ -79,6 +80,11 @@ static int decode_segment(const char *s, size_t len, char **ret)
 	}
 	out[n] = '\0';
 	if (!utf8_valid(out, n))
+		return -ENOENT;
+	/* U+2028 and U+2029 end a line for a capability's ".+" (SPEC 1.3) as \n does: a scope
+	 * holding one is no capability anybody could declare, so it is no route rather than a
+	 * denial that names something the manifest would refuse. */
+	if (memmem(out, n, "\xe2\x80\xa8", 3) || memmem(out, n, "\xe2\x80\xa9", 3))
 		return -ENOENT;
 	*ret = TAKE_PTR(out);
 	return 0;

@@ -10,8 +10,8 @@
  *
  * Normalisation, per segment of the path (the part before the first '?'):
  *   - the segment is percent-decoded to see what it is: a bad escape ('%' not followed by
- *     two hex digits), bytes that are not UTF-8, a NUL or another control character, or a
- *     '/' or '\' once decoded, and there is no route;
+ *     two hex digits), bytes that are not UTF-8, a NUL or another control character, a
+ *     line separator (U+2028, U+2029), or a '/' or '\' once decoded, and there is no route;
  *   - an empty segment and "." are dropped; ".." drops the segment before it, and with
  *     none left (above the root) there is no route;
  *   - every other segment is kept as it was written, escapes and all, so the path that

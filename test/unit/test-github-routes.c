@@ -89,6 +89,8 @@ TEST(normalise_refuses_what_could_be_read_two_ways)
 	ASSERT_NO_ROUTE("/repos/o/r/%0a");
 	ASSERT_NO_ROUTE("/repos/o/r/%ff");	   /* not UTF-8 */
 	ASSERT_NO_ROUTE("/repos/o/r/%c0%af");	   /* overlong '/' */
+	ASSERT_NO_ROUTE("/user/%e2%80%a8x");	   /* U+2028: no declarable scope holds it */
+	ASSERT_NO_ROUTE("/user/a%E2%80%A9");	   /* U+2029 */
 	ASSERT_NO_ROUTE("/repos/o/r#/../../user"); /* a fragment is never sent */
 	ASSERT_NO_ROUTE("repos/o/r");
 	ASSERT_NO_ROUTE("");

@@ -35,10 +35,14 @@ static void response(const char *in, size_t size)
 			return;
 		check(took > 0 && took <= size - used && status >= 100 && status <= 999);
 		check(len >= 4 && memcmp(out + len - 4, "\r\n\r\n", 4) == 0);
-		/* The final head always ends the connection, and says so once. */
+		/* The final head always ends the connection, and says so once: no other
+		 * Connection, Keep-Alive or Proxy-Connection line (a header's value may hold
+		 * those words; only a line's start names a header). */
 		if (status >= 200) {
 			check(strstr(out, "\r\nConnection: close\r\n\r\n") == out + len - 23);
-			check(!strcasestr(out, "keep-alive:"));
+			check(strcasestr(out, "\r\nconnection:") == out + len - 23);
+			check(!strcasestr(out, "\r\nkeep-alive:"));
+			check(!strcasestr(out, "\r\nproxy-connection:"));
 		}
 		free(out);
 		used += took;

@@ -251,6 +251,10 @@ test("github-assistant: SPEC 10's stub without a token; live through the API wit
 			summary: "o/r (stub — set GITHUB_TOKEN for live data)",
 			open_issues: 0,
 		});
+		assert.deepEqual((await call("get_repo_summary", { repo: "berth" })).result, {
+			summary: "berth (stub — set GITHUB_TOKEN for live data)",
+			open_issues: 0,
+		}, "the stub answers for any repo");
 		assert.equal((await call("create_issue", { title: "t", body: "b" })).result, null, "no-op without GITHUB_REPO");
 		assert.equal(seen.length, 0, "stub mode sends nothing");
 

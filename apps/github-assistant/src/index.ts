@@ -45,8 +45,11 @@ export default defineApp((app) => {
 		input: z.object({ repo: z.string() }),
 		output: z.object({ summary: z.string(), open_issues: z.number() }),
 		handler: async ({ repo }) => {
+			// Stub mode answers for any repo (SPEC 10): the name is checked only when it
+			// is about to become a path.
+			if (!process.env.GITHUB_TOKEN) return { summary: `${repo} (stub — set GITHUB_TOKEN for live data)`, open_issues: 0 };
 			const data = await github(`/repos/${checkRepo(repo)}`);
-			if (!data) return { summary: `${repo} (stub — set GITHUB_TOKEN for live data)`, open_issues: 0 };
+			if (!data) return { summary: repo, open_issues: 0 };
 			return { summary: data.description ?? data.full_name ?? repo, open_issues: Number(data.open_issues_count ?? 0) };
 		},
 	});

@@ -36,6 +36,7 @@
 #include "macros.h"
 #include "missing-landlock.h"
 #include "mux-io.h"
+#include "github.h"
 #include "resume.h"
 #include "secrets.h"
 
@@ -199,13 +200,15 @@ static int start_mux(void)
 
 static void status_reply(json_t *reply, void *userdata)
 {
-	json_t *egress = egress_status();
+	json_t *egress = egress_status(), *github = github_status();
 
 	json_object_set_new(reply, "apps", apps_status());
 	json_object_set_new(reply, "shuttingDown", json_boolean(init.shutting_down));
 	json_object_set_new(reply, "uptimeMs", json_integer(journal_uptime_ms()));
 	if (egress)
 		json_object_set_new(reply, "egress", egress);
+	if (github)
+		json_object_set_new(reply, "github", github);
 }
 
 static void begin_shutdown(const char *reason);
@@ -264,8 +267,8 @@ static void reap_children(void)
 
 	/* PID 1 inherits every orphan: reap them all, known or not. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		if (!apps_child_exited(pid, status))
-			(void)egress_child_exited(pid, status);
+		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status))
+			(void)github_child_exited(pid, status);
 }
 
 static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userdata)
@@ -336,6 +339,8 @@ static int setup_apps(void)
 		r = apps_listen_rpc(init.mux);
 	if (r >= 0)
 		r = apps_setup_egress(init.loop, init.mux);
+	if (r >= 0)
+		r = apps_setup_github(init.loop, init.mux);
 	return r;
 }
 

@@ -43,7 +43,7 @@ static void usage(void)
 	       "  --app DIR            an app share (a directory with berth.yml); up to 4\n"
 	       "  --state DISK         the state disk image (created sparse if missing)\n"
 	       "  --state-size MIB     its size when created (default 1024)\n"
-	       "  --secrets FILE       a BERTHSEC1 secrets image, attached read-only\n"
+	       "  --secrets FILE       a BERTHSEC1 or BERTHSEC2 secrets image, attached read-only\n"
 	       "  --cpus N --mem MIB   2 and 512 by default\n"
 	       "  --accel MODE         auto (the default: probe once per host boot, take KVM only\n"
 	       "                       where it boots, and faster than TCG), kvm or tcg; also\n"

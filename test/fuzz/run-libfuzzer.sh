@@ -51,6 +51,14 @@ denial)
 	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-lyaml -ljansson -lm"
 	;;
+github-route)
+	sources="src/github-broker/routes.c src/capability/capability.c src/capability/policy.c src/basic/utf8.c src/basic/js-quote.c src/basic/fileio.c src/basic/parse-util.c"
+	libs="-ljansson -lm"
+	;;
+github-request)
+	sources="src/github-broker/routes.c src/egress-broker/http-head.c src/egress-broker/rules.c src/capability/capability.c src/capability/policy.c src/basic/utf8.c src/basic/js-quote.c src/basic/fileio.c src/basic/host-glob.c src/basic/parse-util.c"
+	libs="-ljansson -lm"
+	;;
 policy)
 	sources="src/shared/boot-disk.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-ljansson -lm"
@@ -73,7 +81,7 @@ python3 tools/gen-capability-model.py sdk/capability-model.json "$out/capability
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/berth-vmm -Isrc/berth \
+	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/github-broker -Isrc/berth-vmm -Isrc/berth \
 	-Isrc/capability -I"$out" \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 

@@ -32,11 +32,11 @@
 #include "egress.h"
 #include "evloop.h"
 #include "fileio.h"
+#include "github.h"
 #include "journal.h"
 #include "macros.h"
 #include "missing-landlock.h"
 #include "mux-io.h"
-#include "github.h"
 #include "resume.h"
 #include "secrets.h"
 

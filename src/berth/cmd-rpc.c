@@ -183,6 +183,7 @@ int cmd_rpc(int argc, char **argv)
 	if (r >= 0)
 		r = loop_write(fd, "\n", 1);
 	line_reader_init(&lr, fd, VM_LINE_MAX);
+	json_error_t jerr = {};
 	while (r >= 0) {
 		json_t *reply;
 
@@ -193,7 +194,12 @@ int cmd_rpc(int argc, char **argv)
 		}
 		if (r < 0)
 			break;
-		reply = json_loads(line, 0, NULL);
+		/* An app's strings may hold NUL (a file it read): \u0000 is valid JSON. */
+		reply = json_loads(line, JSON_ALLOW_NUL, &jerr);
+		if (!reply) {
+			r = -EBADMSG;
+			break;
+		}
 		/* Only the answer to our id counts; anything else on the line is not ours. */
 		if (!json_is_object(reply) ||
 		    !streq(json_string_value(json_object_get(reply, "id")) ?: "", id)) {
@@ -220,6 +226,11 @@ int cmd_rpc(int argc, char **argv)
 	if (r == -ETIME)
 		return log_error("no answer from \"%s\" within %u ms (BERTH_RPC_TIMEOUT_MS)",
 				 argv[optind], timeout),
+		       1;
+	if (r == -EBADMSG)
+		return log_error("\"%s\" answered with a line that is not JSON (%s, column %d); "
+				 "its log may say why: berth vm logs",
+				 argv[optind], jerr.text, jerr.column),
 		       1;
 	if (r == -ECONNRESET) {
 		_cleanup_free_ char *failure = vm_failure_reason(dir),

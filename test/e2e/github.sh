@@ -185,10 +185,13 @@ secrets_disk "$BERTH_HOME/probe.img" "{\"ghprobe\":{\"GITHUB_TOKEN\":\"$placehol
 "$vmm" run --name e2e-github --app "$shares/ghprobe" --egress-allow api.github.com:443 \
 	--secrets "$BERTH_HOME/probe.img" 2>"$BERTH_HOME/launch3.log"
 rm -f "$BERTH_HOME/probe.img"
-if wait_state e2e-github running && rpc ghprobe --export env >"$BERTH_HOME/env.json"; then
+# "running" is the VM; the app answers once it says app_ready.
+if wait_state e2e-github running && wait_for "$BERTH_HOME/run/vm/e2e-github/vmm.log" '"app_ready"' 180 &&
+	rpc ghprobe --export env >"$BERTH_HOME/env.json"; then
 	ok "a VM with ghprobe boots"
 else
 	not_ok "a VM with ghprobe boots"
+	diag < "$BERTH_HOME/env.json"
 	diag < "$BERTH_HOME/launch3.log"
 	tail -30 "$BERTH_HOME/run/vm/e2e-github/console.log" 2>/dev/null | diag
 fi

@@ -29,6 +29,7 @@
 
 #include "attest.h"
 #include "audit-log.h"
+#include "cli.h"
 #include "commands.h"
 #include "denial.h"
 #include "evloop.h"
@@ -947,26 +948,6 @@ static void record_boot(Mcp *c)
 
 /* --- options ------------------------------------------------------------------------------- */
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: berth mcp --app NAME [--app-dir DIR] [options]\n\n"
-		"Serve the app's exports as MCP tools on standard input and output.\n\n"
-		"  --app NAME          the app to serve (its berth.yml name)\n"
-		"  --app-dir DIR       the app's folder (default .)\n"
-		"  --only A,B          serve only these exports\n"
-		"  --container NAME    attach to this VM instead of berth-dev-NAME/berth-mcp-NAME\n"
-		"  --no-boot           only attach to a running VM; never boot one\n"
-		"  --warm              boot the app once (installing and bundling), stop, exit\n"
-		"  --boot-timeout S    seconds to wait for the app to be ready (default %d)\n"
-		"  --runtime vm        the sandbox runtime (only vm in this build)\n"
-		"  --run-id ID         the audit run id (default mcp-<app>-<time>-<hex>)\n"
-		"  --env NAME[=VALUE], --env-file PATH\n"
-		"                      secrets for a VM this command boots (docs/secrets.md)\n\n"
-		"Standard output carries only MCP; human lines go to standard error.\n",
-		BOOT_TIMEOUT_S_DEFAULT);
-}
-
 static char **split_only(const char *s)
 {
 	_cleanup_free_ char *copy = strdup(s);
@@ -1001,7 +982,6 @@ enum {
 	O_RUN_ID,
 	O_ENV,
 	O_ENV_FILE,
-	O_HELP,
 };
 
 static int parse_args(int argc, char **argv, Mcp *c)
@@ -1019,7 +999,7 @@ static int parse_args(int argc, char **argv, Mcp *c)
 		{"run-id", required_argument, NULL, O_RUN_ID},
 		{"env", required_argument, NULL, O_ENV},
 		{"env-file", required_argument, NULL, O_ENV_FILE},
-		{"help", no_argument, NULL, O_HELP},
+		{"help", no_argument, NULL, 'h'},
 		{}};
 	const char *env = getenv("BERTH_MCP_CALL_TIMEOUT_MS");
 	int opt;
@@ -1030,8 +1010,8 @@ static int parse_args(int argc, char **argv, Mcp *c)
 	if (env && parse_uint_range(env, 100, 24 * 3600 * 1000, &c->call_timeout_ms) < 0)
 		return log_error("BERTH_MCP_CALL_TIMEOUT_MS must be milliseconds from 100 to "
 				 "86400000");
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((opt = cli_getopt(argc, argv, "", options)) != -1) {
 		switch (opt) {
 		case O_APP:
 			c->app = optarg;
@@ -1043,7 +1023,8 @@ static int parse_args(int argc, char **argv, Mcp *c)
 			strv_free(c->only);
 			c->only = split_only(optarg);
 			if (!c->only || !c->only[0])
-				return log_error("--only needs a comma-separated list of exports");
+				return cli_usage_error("--only needs a comma-separated list of exports"),
+				       -EINVAL;
 			break;
 		case O_CONTAINER:
 			c->container = optarg;
@@ -1059,16 +1040,17 @@ static int parse_args(int argc, char **argv, Mcp *c)
 			break;
 		case O_BOOT_TIMEOUT:
 			if (parse_uint_range(optarg, 1, 3600, &c->boot_timeout_s) < 0)
-				return log_error("--boot-timeout must be seconds from 1 to 3600");
+				return cli_usage_error("--boot-timeout must be seconds from 1 to 3600"),
+				       -EINVAL;
 			break;
 		case O_RUNTIME:
 			c->runtime = optarg;
 			break;
 		case O_RUN_ID:
 			if (!attest_run_id_valid(optarg))
-				return log_error(
-					"--run-id must be 1-128 of A-Z a-z 0-9 . _ - and not "
-					"start with '.'");
+				return cli_usage_error("--run-id must be 1-128 of A-Z a-z 0-9 . _ - and "
+						       "not start with '.'"),
+				       -EINVAL;
 			free(c->run_id);
 			c->run_id = strdup(optarg);
 			break;
@@ -1082,17 +1064,19 @@ static int parse_args(int argc, char **argv, Mcp *c)
 				return -EINVAL;
 			c->env_given = true;
 			break;
-		case O_HELP:
-			usage(stdout);
-			exit(0);
+		case CLI_OPT_HELP:
+			cli_set_help_fd(c->out_fd);
+			cli_print_help();
+			return 1;
 		default:
 			return -EINVAL;
 		}
 	}
 	if (optind < argc)
-		return log_error("unexpected argument '%s'; see 'berth mcp --help'", argv[optind]);
+		return cli_usage_error("unexpected argument '%s'", argv[optind]), -EINVAL;
 	if (!c->app)
-		return log_error("--app NAME is required: the app whose exports to serve");
+		return cli_usage_error("--app NAME is required: the app whose exports to serve"),
+		       -EINVAL;
 	return 0;
 }
 
@@ -1250,7 +1234,7 @@ int cmd_mcp(int argc, char **argv)
 		 .enforcement = ENFORCEMENT_UNKNOWN,
 		 .app_cwd = "/app"};
 	const char *capture = getenv("BERTH_AUDIT_CAPTURE_PAYLOADS");
-	int r;
+	int r, usage_status = -1;
 
 	/* A client that goes away mid-answer must not kill us before the VM is stopped. */
 	signal(SIGPIPE, SIG_IGN);
@@ -1260,8 +1244,10 @@ int cmd_mcp(int argc, char **argv)
 		return log_error_errno(r, "cannot set up standard output for MCP: %m"), 1;
 	log_setup("berth", LOG_LEVEL_INFO);
 	r = parse_args(argc, argv, &c);
-	if (r < 0)
+	if (r != 0) {
+		usage_status = r < 0 ? CLI_EXIT_USAGE : 0;
 		goto out;
+	}
 	c.l.boot_timeout_ms = c.boot_timeout_s * 1000;
 	r = vm_launch_load(&c.l, c.app_dir, c.runtime, "berth-mcp-");
 	if (r < 0) {
@@ -1336,5 +1322,7 @@ out:
 	free(c.client);
 	mcp_framing_done(&c.in);
 	relay_stop();
+	if (usage_status >= 0)
+		return usage_status;
 	return r < 0 ? 1 : 0;
 }

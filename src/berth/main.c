@@ -231,10 +231,26 @@ static void usage(FILE *f, const char *group)
 		full_name(&verbs[i], name, sizeof(name));
 		fprintf(f, "  %-16s %s\n", name, verbs[i].summary);
 	}
-	fprintf(f, "\nRun 'berth %s<command> --help' for a command's options.\n",
-		group ? group : "");
+	fprintf(f, "\nRun 'berth %s%s<command> --help' for a command's options.\n",
+		group ? group : "", group ? " " : "");
 	if (!group)
 		fprintf(f, "'berth --version' prints the version.\n");
+}
+
+/* "'berth vm' needs a command: install, status, logs or stop" */
+static void group_needs_command(const char *group)
+{
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+		n += verbs[i].group && streq(verbs[i].group, group);
+	fprintf(stderr, "'berth %s' needs a command: ", group);
+	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+		if (verbs[i].group && streq(verbs[i].group, group)) {
+			k++;
+			fprintf(stderr, "%s%s", k == 1 ? "" : k == n ? " or " : ", ", verbs[i].name);
+		}
+	fputs("\n\n", stderr);
 }
 
 static bool is_help(const char *arg)
@@ -271,9 +287,14 @@ int main(int argc, char **argv)
 	group = find_group(argv[1]);
 	if (group) {
 		shift = 2;
-		if (argc < 3 || is_help(argv[2])) {
-			usage(argc < 3 ? stderr : stdout, group);
-			return argc < 3 ? CLI_EXIT_USAGE : 0;
+		if (argc < 3) {
+			group_needs_command(group);
+			usage(stderr, group);
+			return CLI_EXIT_USAGE;
+		}
+		if (is_help(argv[2])) {
+			usage(stdout, group);
+			return 0;
 		}
 	}
 	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {

@@ -20,7 +20,7 @@
 #include "vm-client.h"
 
 #define REASON_MAX 300
-#define BOOT_STAGES 3
+#define BOOT_STAGES _VM_LAUNCH_STAGE_MAX
 
 struct Call {
 	Mcp *mcp;
@@ -290,7 +290,7 @@ static void call_send(Call *call)
 
 /* --- the boot's progress ------------------------------------------------------------- */
 
-static void call_progress(Call *call, const char *what)
+static void call_progress(Call *call)
 {
 	Mcp *c = call->mcp;
 	json_auto_t *msg = NULL;
@@ -301,28 +301,17 @@ static void call_progress(Call *call, const char *what)
 	msg = json_pack("{s:s, s:s, s:{s:O, s:i, s:i}}", "jsonrpc", "2.0", "method",
 			"notifications/progress", "params", "progressToken", call->progress_token,
 			"progress", c->stage, "total", BOOT_STAGES);
-	if (msg && what && mcp_version_has(call->version, MCP_FEATURE_PROGRESS_MESSAGE))
-		json_object_set_new(json_object_get(msg, "params"), "message", json_string(what));
+	if (msg && *c->stage_text && mcp_version_has(call->version, MCP_FEATURE_PROGRESS_MESSAGE))
+		json_object_set_new(json_object_get(msg, "params"), "message",
+				    json_string(c->stage_text));
 	if (msg)
 		mcp_send(c, msg);
 }
 
-/* What the boot is doing now, for a call that comes in while it does. */
-static const char *stage_text(Mcp *c)
-{
-	static const char *const text[] = {
-		[VM_LAUNCH_STAGE_INSTALLING] = "installing what the VM needs",
-		[VM_LAUNCH_STAGE_BOOTING] = "booting the VM",
-		[VM_LAUNCH_STAGE_APP_STARTING] = "starting the app in the VM",
-	};
-
-	return c->stage > 0 && c->stage <= (int)ELEMENTSOF(text) ? text[c->stage - 1] : NULL;
-}
-
-void calls_progress(Mcp *c, const char *what)
+void calls_progress(Mcp *c)
 {
 	for (Call *call = c->calls; call; call = call->next)
-		call_progress(call, what);
+		call_progress(call);
 }
 
 /* --- the session's calls ------------------------------------------------------------- */
@@ -426,9 +415,10 @@ void calls_add(Mcp *c, McpReply *r)
 			call_send(call);
 		return;
 	}
-	mcp_say("\"%s\" waits for the VM to be ready", name);
+	mcp_say("\"%s\" waits for the VM %s", name,
+		c->phase == MCP_PHASE_BOOTING ? "to be ready" : "'s boot to be recorded");
 	/* Told at once how far the boot is, then at every later stage. */
-	call_progress(call, stage_text(c));
+	call_progress(call);
 }
 
 void calls_cancel(Mcp *c, json_t *request_id)

@@ -59,6 +59,7 @@ typedef struct Mcp {
 	bool owned;
 	McpPhase phase;
 	int stage; /* the own VM's boot stage: VmLaunchStage + 1, 0 before the first */
+	char stage_text[160]; /* and what it is doing, in words */
 	char *vm_name, *run_dir, *rpc_socket; /* rpc_socket: its name in run_dir */
 	char *manifest_path;
 	char app_cwd[300]; /* the app's working directory in the VM */
@@ -96,8 +97,9 @@ void calls_cancel(Mcp *c, json_t *request_id);
 void calls_send_waiting(Mcp *c);
 /* The VM did not start: tell every waiting call. */
 void calls_refuse_waiting(Mcp *c);
-/* The own VM's boot reached c->stage: say so to the waiting calls that asked. */
-void calls_progress(Mcp *c, const char *what);
+/* The own VM's boot reached c->stage (c->stage_text): say so to the calls that wait and
+ * asked for progress. */
+void calls_progress(Mcp *c);
 /* The session ends: record what is still open. */
 void calls_end(Mcp *c);
 

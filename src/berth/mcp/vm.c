@@ -155,23 +155,36 @@ static int adopt_own_vm(Mcp *c)
  * the replay, so everything before it is the whole record so far.
  */
 
-/* The own VM's boot reached a stage: say so, and tell the calls that asked for progress. */
-static void on_stage(VmLaunch *l, VmLaunchStage stage, void *userdata)
+/* The own VM's boot reached @stage: tell the calls that asked for progress, in words. */
+static void stage_reached(Mcp *c, VmLaunchStage stage, const char *what)
 {
-	static const char *const what[] = {
-		[VM_LAUNCH_STAGE_INSTALLING] = "installing the pinned kernel and root image",
-		[VM_LAUNCH_STAGE_BOOTING] = "booting the VM",
-		[VM_LAUNCH_STAGE_APP_STARTING] = "the VM runs; starting the app",
-	};
-	Mcp *c = userdata;
-	_cleanup_free_ char *text = NULL;
-
 	if (stage < 0 || stage >= _VM_LAUNCH_STAGE_MAX || (int)stage + 1 < c->stage)
 		return;
 	c->stage = (int)stage + 1;
-	if (asprintf(&text, "%s %s", what[stage], l->vm_name) < 0)
-		text = NULL;
-	calls_progress(c, text ?: what[stage]);
+	snprintf(c->stage_text, sizeof(c->stage_text), "%s", what ?: "");
+	calls_progress(c);
+}
+
+static void on_stage(VmLaunch *l, VmLaunchStage stage, void *userdata)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = -EINVAL;
+
+	switch (stage) {
+	case VM_LAUNCH_STAGE_INSTALLING:
+		r = asprintf(&text, "installing the pinned kernel and root image");
+		break;
+	case VM_LAUNCH_STAGE_BOOTING:
+		r = asprintf(&text, "booting the VM %s", l->vm_name);
+		break;
+	case VM_LAUNCH_STAGE_APP_STARTING:
+		r = asprintf(&text, "starting \"%s\" in the VM", l->name);
+		break;
+	case _VM_LAUNCH_STAGE_MAX:
+	case _VM_LAUNCH_STAGE_INVALID:
+		break;
+	}
+	stage_reached(userdata, stage, r >= 0 ? text : NULL);
 }
 
 /* The VM booted (or did not): send what waited for it, or tell it why it never will. */
@@ -207,6 +220,7 @@ static void on_boot_done(VmLaunch *l, int r, void *userdata)
  * shorter than a boot still gets its session. */
 int mcp_start_own_boot(Mcp *c)
 {
+	_cleanup_free_ char *text = NULL;
 	int r;
 
 	c->phase = MCP_PHASE_BOOTING;
@@ -214,7 +228,9 @@ int mcp_start_own_boot(Mcp *c)
 	c->l.stage_userdata = c;
 	/* Bundling the app (and installing the artifacts when they are missing) runs on
 	 * the loop before the boot: a call read before it is told so. */
-	on_stage(&c->l, VM_LAUNCH_STAGE_INSTALLING, c);
+	if (asprintf(&text, "installing \"%s\" for its VM: bundling the app", c->l.name) < 0)
+		text = NULL;
+	stage_reached(c, VM_LAUNCH_STAGE_INSTALLING, text);
 	r = mcp_prepare_own(c);
 	if (r >= 0)
 		r = vm_launch_boot_start(&c->l, c->loop, on_boot_done, c);

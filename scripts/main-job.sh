@@ -10,10 +10,12 @@ step "Installing dependencies (scripts/setup.sh)"
 scripts/setup.sh
 step "Building (meson + ninja into build/)"
 scripts/build.sh
-step "Putting berth and berth-vmm on the PATH (scripts/install.sh: meson install into /usr/local)"
-scripts/install.sh
 step "Building the guest kernel, initramfs and root image (out/artifacts)"
 BERTH_PINS=build scripts/build-artifacts.sh
+# After the artifacts: when they drift from the reviewed pins, build-artifacts.sh rebuilt
+# berth and berth-vmm with the fresh pins, and those are the ones to install.
+step "Putting berth and berth-vmm on the PATH (scripts/install.sh: meson install into /usr/local)"
+scripts/install.sh
 step "Installing them into ~/.berth/vm (berth vm install)"
 berth vm install --from out/artifacts --no-download --vmm build/src/berth-vmm/berth-vmm
 step "Checking the host (berth doctor --sandbox vm)"

@@ -52,8 +52,9 @@ static char *berth_command(void)
 		return TAKE_PTR(found);
 	if (self)
 		log_warning("this berth (%s) is not the one on $PATH; the config names it, so it "
-			    "breaks when that file moves. Install berth (README.md, \"Installing\") "
-			    "and print the config again with the installed one.",
+			    "breaks when that file moves. Install berth with scripts/install.sh "
+			    "(README.md, \"Using it on your own app\") and print the config again "
+			    "with the installed one.",
 			    self);
 	return TAKE_PTR(self);
 }

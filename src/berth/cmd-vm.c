@@ -116,8 +116,9 @@ int cmd_vm_status(int argc, char **argv)
 	static const struct option options[] = {
 		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {}};
 	_cleanup_free_ char *root = berth_run_root();
-	Sweep s = {.running = json_array(), .stale = json_array()};
-	json_t *out = json_array();
+	_cleanup_(json_decrefp) json_t *running = json_array(), *stale = json_array(),
+				       *out = json_array();
+	Sweep s = {.running = running, .stale = stale};
 	bool json = false;
 	const char *only = NULL;
 	int c, r;
@@ -176,11 +177,7 @@ int cmd_vm_status(int argc, char **argv)
 	} else
 		for (size_t i = 0; i < json_array_size(out); i++)
 			print_vm(json_array_get(out, i));
-	r = only && json_array_size(out) == 0 ? 1 : 0;
-	json_decref(out);
-	json_decref(s.running);
-	json_decref(s.stale);
-	return r;
+	return only && json_array_size(out) == 0 ? 1 : 0;
 }
 
 int cmd_vm_logs(int argc, char **argv)

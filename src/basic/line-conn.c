@@ -130,8 +130,7 @@ static int on_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 		else if (n == 0) {
 			last_line(c);
 			r = 1;
-		}
-		else if (n > 0) {
+		} else if (n > 0) {
 			c->in_len += (size_t)n;
 			r = split_lines(c);
 		}

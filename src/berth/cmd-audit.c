@@ -223,7 +223,8 @@ int cmd_audit_list(int argc, char **argv)
 			if (!streq(optarg, "allowed") && !streq(optarg, "denied") &&
 			    !streq(optarg, "unavailable"))
 				return cli_usage_error(
-					"--decision is allowed, denied or unavailable, not '%s'", optarg);
+					"--decision is allowed, denied or unavailable, not '%s'",
+					optarg);
 			f.decision = optarg;
 			break;
 		case 'a':
@@ -234,8 +235,9 @@ int cmd_audit_list(int argc, char **argv)
 			break;
 		case 'n':
 			if (parse_uint_range(optarg, 0, LIST_LIMIT_MAX, &f.limit) < 0)
-				return cli_usage_error("--limit takes a count from 0 (all) to %d, not '%s'",
-						       LIST_LIMIT_MAX, optarg);
+				return cli_usage_error(
+					"--limit takes a count from 0 (all) to %d, not '%s'",
+					LIST_LIMIT_MAX, optarg);
 			break;
 		case 'j':
 			f.json = true;

@@ -36,7 +36,8 @@ static const Verb verbs[] = {
 	 "  --force          replace files that are installed and match\n"
 	 "  --vmm PATH       install PATH as ~/.berth/vm/bin/berth-vmm and use its pins\n\n"
 	 "See docs/vm-install.md.\n"},
-	{"vm", "status", cmd_vm_status, "list running VMs, their apps and limits", "[NAME] [--json]",
+	{"vm", "status", cmd_vm_status, "list running VMs, their apps and limits",
+	 "[NAME] [--json]",
 	 "List the running VMs (or only NAME), their apps, uids and cgroup limits, after\n"
 	 "cleaning up the run dirs of VMs that are gone.\n\n"
 	 "  --json   print {vms, staleCleaned} as JSON\n"},
@@ -72,7 +73,8 @@ static const Verb verbs[] = {
 	 "Check DIR/berth.yml (default: ./berth.yml), or FILE. Prints 'berth.yml is valid.'\n"
 	 "or every problem found, one line each, and exits 1 when there is any.\n\n"
 	 "  --json  on success, print the manifest with its defaults filled in instead\n"},
-	{NULL, "rpc", cmd_rpc, "call an export of a running app", "APP --export NAME [--input JSON]",
+	{NULL, "rpc", cmd_rpc, "call an export of a running app",
+	 "APP --export NAME [--input JSON]",
 	 "Call export NAME of APP in the VM that runs it (berth dev's berth-dev-APP, or a\n"
 	 "berth mcp session's) and print its result as JSON; an app's error exits 1.\n\n"
 	 "  --export NAME   the export to call (required)\n"
@@ -247,8 +249,10 @@ static void group_needs_command(const char *group)
 	fprintf(stderr, "'berth %s' needs a command: ", group);
 	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
 		if (verbs[i].group && streq(verbs[i].group, group)) {
+			const char *sep = k == 0 ? "" : k == n - 1 ? " or " : ", ";
+
+			fprintf(stderr, "%s%s", sep, verbs[i].name);
 			k++;
-			fprintf(stderr, "%s%s", k == 1 ? "" : k == n ? " or " : ", ", verbs[i].name);
 		}
 	fputs("\n\n", stderr);
 }

@@ -549,8 +549,7 @@ static void on_control_line(LineConn *c, char *line, size_t len, void *userdata)
 	_cleanup_(json_decrefp) json_t *ev = json_loadb(line, len, 0, NULL);
 	int r = vm_readiness_event(&b->readiness, ev, b->reason, sizeof(b->reason));
 
-	if (r == 0 && b->l->on_stage &&
-	    json_string_value(json_object_get(ev, "event")) &&
+	if (r == 0 && b->l->on_stage && json_string_value(json_object_get(ev, "event")) &&
 	    streq(json_string_value(json_object_get(ev, "event")), "app_started"))
 		b->l->on_stage(b->l, VM_LAUNCH_STAGE_APP_STARTING, b->l->stage_userdata);
 	if (r == 0)

@@ -70,7 +70,8 @@ static void check_reply(json_t *msg, const McpReply *r)
 	case MCP_REPLY_ERROR:
 		check(r->message && r->message[0] && r->code < 0);
 		check(r->code != MCP_UNSUPPORTED_PROTOCOL_VERSION ||
-		      (r->era == MCP_ERA_MODERN && json_is_array(json_object_get(r->data, "supported"))));
+		      (r->era == MCP_ERA_MODERN &&
+		       json_is_array(json_object_get(r->data, "supported"))));
 		break;
 	case MCP_REPLY_CALL:
 		check(id && r->export && json_is_object(r->input) && r->version);

@@ -71,14 +71,15 @@ static json_t *answer(json_t *exports)
 	if (r >= 0) {
 		json_auto_t *norm = manifest_to_json(m);
 
-		return norm ? json_pack("{s:O}", "exports", json_object_get(norm, "exports")) : NULL;
+		return norm ? json_pack("{s:O}", "exports", json_object_get(norm, "exports"))
+			    : NULL;
 	}
 	if (r != -EBADMSG)
 		return NULL;
 	issues = json_array();
 	for (size_t i = 0; issues && i < err.n_issues; i++)
-		json_array_append_new(issues, json_pack("[s, s]", err.issues[i].path,
-							err.issues[i].message));
+		json_array_append_new(
+			issues, json_pack("[s, s]", err.issues[i].path, err.issues[i].message));
 	manifest_error_done(&err);
 	return issues ? json_pack("{s:o}", "issues", issues) : NULL;
 }
@@ -129,7 +130,7 @@ static int corpus_write(void)
 		if (json_is_string(c))
 			continue;
 		got = json_is_array(c) && json_array_size(c) >= 1 ? answer(json_array_get(c, 0))
-								 : NULL;
+								  : NULL;
 		if (!got) {
 			fprintf(stderr, "cases[%zu] is not [exports, expected]\n", i);
 			return EXIT_FAILURE;

@@ -47,24 +47,23 @@ TEST(tools_follow_the_manifest)
 	_cleanup_free_ char *s = dump(mcp_tools_list("notes", m, NULL, "2025-11-25"));
 
 	/* 2025-11-25: annotations, outputSchema and execution too; the rest as SPEC §3.3. */
-	ASSERT_STREQ(
-		s,
-		"{\"tools\":[{\"annotations\":{\"openWorldHint\":false,\"readOnlyHint\":true}"
-		",\"description\":\"Berth resident app export \\\"add_note\\\" (from notes's "
-		"berth.yml)\",\"execution\":{\"taskSupport\":\"forbidden\"},\"inputSchema\":{"
-		"\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"properties\":{\"me"
-		"ta\":{\"additionalProperties\":{},\"propertyNames\":{\"type\":\"string\"},\""
-		"type\":\"object\"},\"pinned\":{\"type\":\"boolean\"},\"priority\":{\"type\":"
-		"\"number\"},\"tags\":{\"items\":{},\"type\":\"array\"},\"text\":{\"type\":\""
-		"string\"}},\"required\":[\"text\",\"tags\",\"meta\",\"pinned\",\"priority\"]"
-		",\"type\":\"object\"},\"name\":\"add_note\"},{\"annotations\":{\"openWorldHi"
-		"nt\":false,\"readOnlyHint\":true},\"description\":\"Berth resident app expor"
-		"t \\\"list_notes\\\" (from notes's berth.yml)\",\"execution\":{\"taskSupport"
-		"\":\"forbidden\"},\"inputSchema\":{\"$schema\":\"http://json-schema.org/draf"
-		"t-07/schema#\",\"properties\":{},\"type\":\"object\"},\"name\":\"list_notes\""
-		",\"outputSchema\":{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\""
-		"properties\":{\"notes\":{\"items\":{},\"type\":\"array\"}},\"type\":\"object"
-		"\"}}]}");
+	ASSERT_STREQ(s,
+		     "{\"tools\":[{\"annotations\":{\"openWorldHint\":false,\"readOnlyHint\":true}"
+		     ",\"description\":\"Berth resident app export \\\"add_note\\\" (from notes's "
+		     "berth.yml)\",\"execution\":{\"taskSupport\":\"forbidden\"},\"inputSchema\":{"
+		     "\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"properties\":{\"me"
+		     "ta\":{\"additionalProperties\":{},\"propertyNames\":{\"type\":\"string\"},\""
+		     "type\":\"object\"},\"pinned\":{\"type\":\"boolean\"},\"priority\":{\"type\":"
+		     "\"number\"},\"tags\":{\"items\":{},\"type\":\"array\"},\"text\":{\"type\":\""
+		     "string\"}},\"required\":[\"text\",\"tags\",\"meta\",\"pinned\",\"priority\"]"
+		     ",\"type\":\"object\"},\"name\":\"add_note\"},{\"annotations\":{\"openWorldHi"
+		     "nt\":false,\"readOnlyHint\":true},\"description\":\"Berth resident app expor"
+		     "t \\\"list_notes\\\" (from notes's berth.yml)\",\"execution\":{\"taskSupport"
+		     "\":\"forbidden\"},\"inputSchema\":{\"$schema\":\"http://json-schema.org/draf"
+		     "t-07/schema#\",\"properties\":{},\"type\":\"object\"},\"name\":\"list_notes\""
+		     ",\"outputSchema\":{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\""
+		     "properties\":{\"notes\":{\"items\":{},\"type\":\"array\"}},\"type\":\"object"
+		     "\"}}]}");
 	manifest_free(m);
 }
 
@@ -183,19 +182,21 @@ TEST(each_version_gets_its_own_tool_fields)
 
 	ASSERT_OK(manifest_parse(rich_yml, strlen(rich_yml), NULL, &m, NULL));
 	v2024 = dump(tool(m, "2024-11-05", 0));
-	ASSERT_STREQ(v2024, "{\"description\":\"Add a note and return its id.\",\"inputSchema\":{"
-			    "\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"properties\":{"
-			    "\"text\":{\"description\":\"what it says\",\"type\":\"string\"}},"
-			    "\"required\":[\"text\"],\"type\":\"object\"},\"name\":\"add\"}");
+	ASSERT_STREQ(v2024,
+		     "{\"description\":\"Add a note and return its id.\",\"inputSchema\":{"
+		     "\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"properties\":{"
+		     "\"text\":{\"description\":\"what it says\",\"type\":\"string\"}},"
+		     "\"required\":[\"text\"],\"type\":\"object\"},\"name\":\"add\"}");
 	v2025_03 = dump(tool(m, "2025-03-26", 0));
 	ASSERT_TRUE(strstr(v2025_03, "\"annotations\":{\"openWorldHint\":false,\"readOnlyHint\":"
 				     "false,\"title\":\"Add a note\"}") != NULL);
 	ASSERT_TRUE(strstr(v2025_03, "outputSchema") == NULL);
 	v2025_06 = dump(tool(m, "2025-06-18", 0));
 	ASSERT_TRUE(strstr(v2025_06, "\"title\":\"Add a note\"") != NULL);
-	ASSERT_TRUE(strstr(v2025_06, "\"outputSchema\":{\"$schema\":\"http://json-schema.org/"
-				     "draft-07/schema#\",\"properties\":{\"id\":{\"type\":\"string\"},"
-				     "\"n\":{\"type\":\"number\"}},\"type\":\"object\"}") != NULL);
+	ASSERT_TRUE(strstr(v2025_06,
+			   "\"outputSchema\":{\"$schema\":\"http://json-schema.org/"
+			   "draft-07/schema#\",\"properties\":{\"id\":{\"type\":\"string\"},"
+			   "\"n\":{\"type\":\"number\"}},\"type\":\"object\"}") != NULL);
 	ASSERT_TRUE(strstr(v2025_06, "execution") == NULL);
 	v2026 = dump(tool(m, MCP_MODERN_VERSION, 0));
 	ASSERT_TRUE(strstr(v2026, "outputSchema") != NULL);
@@ -204,7 +205,8 @@ TEST(each_version_gets_its_own_tool_fields)
 	list = dump(tool(m, "2025-11-25", 1));
 	ASSERT_TRUE(strstr(list, "\"annotations\":{\"idempotentHint\":true,\"openWorldHint\":false,"
 				 "\"readOnlyHint\":true}") != NULL);
-	ASSERT_TRUE(strstr(list, "\"description\":\"Berth resident app export \\\"list\\\"") != NULL);
+	ASSERT_TRUE(strstr(list, "\"description\":\"Berth resident app export \\\"list\\\"") !=
+		    NULL);
 	manifest_free(m);
 }
 
@@ -214,7 +216,8 @@ static json_t *hints_for(const char *caps)
 	Manifest *m = NULL;
 	json_t *a;
 
-	ASSERT_TRUE(asprintf(&yml, "name: x\nversion: 1.0.0\ncapabilities: [%s]\nexports:\n  - name: e\n",
+	ASSERT_TRUE(asprintf(&yml,
+			     "name: x\nversion: 1.0.0\ncapabilities: [%s]\nexports:\n  - name: e\n",
 			     caps) > 0);
 	ASSERT_OK(manifest_parse(yml, strlen(yml), NULL, &m, NULL));
 	a = mcp_tool_annotations(m, manifest_find_export(m, "e"));
@@ -269,7 +272,8 @@ TEST(results_are_checked_against_the_declared_output)
 	json_decref(r);
 	r = json_loads("{\"id\":1,\"n\":\"x\"}", 0, NULL);
 	ASSERT_ERROR(mcp_check_output(e, r, &issues), EINVAL);
-	ASSERT_STREQ(issues, "id: expected string, received number; n: expected number, received string");
+	ASSERT_STREQ(issues,
+		     "id: expected string, received number; n: expected number, received string");
 	free(issues);
 	json_decref(r);
 	ASSERT_ERROR(mcp_check_output(e, json_null(), &issues), EINVAL);
@@ -296,11 +300,14 @@ static char *request(const McpServer *s, McpState *st, const char *text, McpRepl
 		out = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(e);
 	} else
-		out = strdup(r->kind == MCP_REPLY_CALL ? "call" : r->kind == MCP_REPLY_CANCEL ? "cancel" : "none");
+		out = strdup(r->kind == MCP_REPLY_CALL	   ? "call"
+			     : r->kind == MCP_REPLY_CANCEL ? "cancel"
+							   : "none");
 	return out;
 }
 
-#define MODERN_META "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define MODERN_META \
+	"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}"
 
 TEST(both_eras_on_one_stream)
 {
@@ -310,15 +317,26 @@ TEST(both_eras_on_one_stream)
 	McpReply r;
 	char *out;
 
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2026-07-28\",\"clientInfo\":{\"name\":\"c1\"}}}", &r);
-	ASSERT_STREQ(out, "{\"capabilities\":{\"tools\":{\"listChanged\":true}},\"protocolVersion\":\"2025-11-25\",\"serverInfo\":{\"name\":\"berth-notes\",\"version\":\"0.3.0\"}}");
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2026-07-28\",\"clientInfo\":{\"name\":\"c1\"}}}",
+		&r);
+	ASSERT_STREQ(
+		out,
+		"{\"capabilities\":{\"tools\":{\"listChanged\":true}},\"protocolVersion\":\"2025-11-25\",\"serverInfo\":{\"name\":\"berth-notes\",\"version\":\"0.3.0\"}}");
 	ASSERT_STREQ(st.client, "c1");
 	free(out);
 	mcp_reply_done(&r);
 
 	/* Stateless: no initialize needed, and resultType with the server in _meta. */
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\",\"params\":{" MODERN_META "}}", &r);
-	ASSERT_STREQ(out, "{\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":\"berth-notes\",\"version\":\"0.3.0\"}},\"cacheScope\":\"private\",\"capabilities\":{\"tools\":{}},\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"ttlMs\":0}");
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\",\"params\":{" MODERN_META
+		"}}",
+		&r);
+	ASSERT_STREQ(
+		out,
+		"{\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":\"berth-notes\",\"version\":\"0.3.0\"}},\"cacheScope\":\"private\",\"capabilities\":{\"tools\":{}},\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"ttlMs\":0}");
 	free(out);
 	mcp_reply_done(&r);
 
@@ -327,13 +345,21 @@ TEST(both_eras_on_one_stream)
 	free(out);
 	mcp_reply_done(&r);
 
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2030-01-01\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}", &r);
-	ASSERT_STREQ(out, "{\"code\":-32022,\"data\":{\"requested\":\"2030-01-01\",\"supported\":[\"2026-07-28\"]},\"message\":\"Unsupported protocol version\"}");
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2030-01-01\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+		&r);
+	ASSERT_STREQ(
+		out,
+		"{\"code\":-32022,\"data\":{\"requested\":\"2030-01-01\",\"supported\":[\"2026-07-28\"]},\"message\":\"Unsupported protocol version\"}");
 	free(out);
 	mcp_reply_done(&r);
 
 	/* Each era only its own methods. */
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{" MODERN_META "}}", &r);
+	out = request(&s, &st,
+		      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{" MODERN_META
+		      "}}",
+		      &r);
 	ASSERT_EQ(r.code, MCP_METHOD_NOT_FOUND);
 	free(out);
 	mcp_reply_done(&r);
@@ -342,7 +368,11 @@ TEST(both_eras_on_one_stream)
 	free(out);
 	mcp_reply_done(&r);
 
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{" MODERN_META "}}", &r);
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{" MODERN_META
+		"}}",
+		&r);
 	ASSERT_TRUE(strstr(out, "\"resultType\":\"complete\"") && strstr(out, "\"ttlMs\":0") &&
 		    !strstr(out, "execution"));
 	free(out);
@@ -353,23 +383,38 @@ TEST(both_eras_on_one_stream)
 	mcp_reply_done(&r);
 
 	/* An unknown tool: the modern protocol error, the legacy result. */
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"," MODERN_META "}}", &r);
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"," MODERN_META
+		"}}",
+		&r);
 	ASSERT_STREQ(out, "{\"code\":-32602,\"message\":\"Unknown tool: nope not found\"}");
 	free(out);
 	mcp_reply_done(&r);
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}", &r);
-	ASSERT_STREQ(out, "{\"content\":[{\"text\":\"MCP error -32602: Tool nope not found\",\"type\":\"text\"}],\"isError\":true}");
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}",
+		&r);
+	ASSERT_STREQ(
+		out,
+		"{\"content\":[{\"text\":\"MCP error -32602: Tool nope not found\",\"type\":\"text\"}],\"isError\":true}");
 	free(out);
 	mcp_reply_done(&r);
 
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"list_notes\",\"_meta\":{\"progressToken\":\"p\",\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}", &r);
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"list_notes\",\"_meta\":{\"progressToken\":\"p\",\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+		&r);
 	ASSERT_STREQ(out, "call");
 	ASSERT_STREQ(json_string_value(r.progress_token), "p");
 	ASSERT_STREQ(r.version, MCP_MODERN_VERSION);
 	free(out);
 	mcp_reply_done(&r);
 
-	out = request(&s, &st, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":11}}", &r);
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":11}}",
+		&r);
 	ASSERT_STREQ(out, "cancel");
 	free(out);
 	mcp_reply_done(&r);

@@ -71,14 +71,14 @@ static void record_write(Mcp *c, json_t *evidence)
 static void record_finish(BootRecord *b)
 {
 	Mcp *c = b->mcp;
-	void (*done)(Mcp *c) = b->done;
+	void (*done)(Mcp *) = b->done;
 	json_auto_t *evidence = NULL;
 
 	if (b->vm && b->events)
-		evidence = json_pack("{s:i, s:s, s:O*, s:O, s:O}", "schema", 1, "kind",
-				     "berth.boot-evidence", "bootId",
-				     json_object_get(b->vm, "bootId"), "vm", b->vm, "events",
-				     b->events);
+		evidence =
+			json_pack("{s:i, s:s, s:O*, s:O, s:O}", "schema", 1, "kind",
+				  "berth.boot-evidence", "bootId", json_object_get(b->vm, "bootId"),
+				  "vm", b->vm, "events", b->events);
 	snprintf(c->boot_id, sizeof(c->boot_id), "%s",
 		 json_string_value(json_object_get(b->vm, "bootId")) ?: "");
 	/* berth-init took these reports before the app's code ran: the app cannot forge them. */
@@ -125,8 +125,9 @@ static int on_record_timeout(EvSource *s, uint64_t usec, void *userdata)
 	BootRecord *b = userdata;
 
 	if (b->control)
-		log_warning("the control port of %s did not answer within %d s; recording what it sent",
-		    b->mcp->vm_name, MCP_RECORD_TIMEOUT_MS / 1000);
+		log_warning(
+			"the control port of %s did not answer within %d s; recording what it sent",
+			b->mcp->vm_name, MCP_RECORD_TIMEOUT_MS / 1000);
 	record_finish(b);
 	return 0;
 }
@@ -141,12 +142,11 @@ int boot_record_start(Mcp *c, void (*done)(Mcp *c))
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	*b = (BootRecord){.mcp = c,
-			  .done = done,
-			  .vm = vm_json_load(c->run_dir),
-			  .events = json_array()};
-	r = ev_add_time_relative(c->loop, &b->timer, (uint64_t)MCP_RECORD_TIMEOUT_MS * USEC_PER_MSEC,
-				 on_record_timeout, b);
+	*b = (BootRecord){
+		.mcp = c, .done = done, .vm = vm_json_load(c->run_dir), .events = json_array()};
+	r = ev_add_time_relative(c->loop, &b->timer,
+				 (uint64_t)MCP_RECORD_TIMEOUT_MS * USEC_PER_MSEC, on_record_timeout,
+				 b);
 	if (r < 0) {
 		json_decref(b->vm);
 		json_decref(b->events);
@@ -157,8 +157,8 @@ int boot_record_start(Mcp *c, void (*done)(Mcp *c))
 	c->phase = MCP_PHASE_RECORDING;
 	fd = vm_socket_connect(c->run_dir, "control.sock");
 	if (fd >= 0)
-		r = line_conn_new(c->loop, fd, VM_LINE_MAX, 4096, on_control_line,
-				  on_control_close, b, &b->control);
+		r = line_conn_new(c->loop, fd, VM_LINE_MAX, 4096, on_control_line, on_control_close,
+				  b, &b->control);
 	else
 		r = fd;
 	if (r >= 0)

@@ -177,7 +177,8 @@ static void answer_mismatch(Call *call, json_t *result, const char *issues, cons
 static void answer_success(Call *call, json_t *result)
 {
 	Mcp *c = call->mcp;
-	_cleanup_free_ char *text = json_dumps(result ?: json_null(), JSON_COMPACT | JSON_ENCODE_ANY),
+	_cleanup_free_ char *text = json_dumps(result ?: json_null(),
+					       JSON_COMPACT | JSON_ENCODE_ANY),
 			    *issues = NULL;
 	_cleanup_free_ char *refusal =
 		denial_possible_refusal(c->l.manifest, call->tool, result, c->enforcement);
@@ -282,8 +283,8 @@ static void call_send(Call *call)
 					 (uint64_t)call->timeout_ms * USEC_PER_MSEC,
 					 on_call_timeout, call);
 	if (r < 0 || !line) {
-		mcp_send_error(c, call->id, MCP_INTERNAL_ERROR, "could not send the call to the app",
-			       NULL);
+		mcp_send_error(c, call->id, MCP_INTERNAL_ERROR,
+			       "could not send the call to the app", NULL);
 		call_free(call);
 	}
 }
@@ -371,9 +372,10 @@ void calls_add(Mcp *c, McpReply *r)
 	Call *call;
 
 	if (c->phase == MCP_PHASE_FAILED) {
-		mcp_send_result(c, r->id, r->version,
-				mcp_text_result("the VM did not start; see berth mcp's standard error",
-						true));
+		mcp_send_result(
+			c, r->id, r->version,
+			mcp_text_result("the VM did not start; see berth mcp's standard error",
+					true));
 		return;
 	}
 	if (c->n_calls >= MCP_CALLS_MAX) {
@@ -441,9 +443,10 @@ void calls_cancel(Mcp *c, json_t *request_id)
 			/* MCP: no answer to a cancelled request. It may still run in the app. */
 			meta = json_pack("{s:b, s:b, s:s}", "failed", 1, "cancelled", 1, "outcome",
 					 "unknown");
-			audit_call(call, "allowed",
-				   "cancelled by the client after it was sent — the call may have run",
-				   NULL, meta);
+			audit_call(
+				call, "allowed",
+				"cancelled by the client after it was sent — the call may have run",
+				NULL, meta);
 		}
 		call_free(call);
 		return;
@@ -458,15 +461,17 @@ void calls_end(Mcp *c)
 
 		if (!c->calls->conn) {
 			meta = json_pack("{s:b}", "failed", 1);
-			audit_call(c->calls, "unavailable",
-				   "the session ended before the VM was ready; the call was not sent",
-				   NULL, meta);
+			audit_call(
+				c->calls, "unavailable",
+				"the session ended before the VM was ready; the call was not sent",
+				NULL, meta);
 		} else {
 			meta = json_pack("{s:b, s:s, s:b}", "failed", 1, "outcome", "unknown",
 					 "interrupted", 1);
-			audit_call(c->calls, "allowed",
-				   "the session ended before the app answered — the call may have run",
-				   NULL, meta);
+			audit_call(
+				c->calls, "allowed",
+				"the session ended before the app answered — the call may have run",
+				NULL, meta);
 		}
 		call_free(c->calls);
 	}

@@ -107,9 +107,10 @@ static int parse_args(int argc, char **argv, Mcp *c)
 		case O_ONLY:
 			strv_free(c->only);
 			c->only = split_only(optarg);
-			if (!c->only || !c->only[0])
-				return cli_usage_error("--only needs a comma-separated list of exports"),
-				       -EINVAL;
+			if (!c->only || !c->only[0]) {
+				cli_usage_error("--only needs a comma-separated list of exports");
+				return -EINVAL;
+			}
 			break;
 		case O_CONTAINER:
 			c->container = optarg;
@@ -124,18 +125,21 @@ static int parse_args(int argc, char **argv, Mcp *c)
 			c->warm = true;
 			break;
 		case O_BOOT_TIMEOUT:
-			if (parse_uint_range(optarg, 1, 3600, &c->boot_timeout_s) < 0)
-				return cli_usage_error("--boot-timeout must be seconds from 1 to 3600"),
-				       -EINVAL;
+			if (parse_uint_range(optarg, 1, 3600, &c->boot_timeout_s) < 0) {
+				cli_usage_error("--boot-timeout must be seconds from 1 to 3600");
+				return -EINVAL;
+			}
 			break;
 		case O_RUNTIME:
 			c->runtime = optarg;
 			break;
 		case O_RUN_ID:
-			if (!attest_run_id_valid(optarg))
-				return cli_usage_error("--run-id must be 1-128 of A-Z a-z 0-9 . _ - and "
-						       "not start with '.'"),
-				       -EINVAL;
+			if (!attest_run_id_valid(optarg)) {
+				cli_usage_error(
+					"--run-id must be 1-128 of A-Z a-z 0-9 . _ - and not "
+					"start with '.'");
+				return -EINVAL;
+			}
 			free(c->run_id);
 			c->run_id = strdup(optarg);
 			break;
@@ -275,7 +279,8 @@ static int run(Mcp *c)
 
 static void mcp_done(Mcp *c)
 {
-	if (c->owned && c->l.vm_name && rundir_inspect(c->l.run_dir, &(pid_t){0}) != RUNDIR_ABSENT) {
+	if (c->owned && c->l.vm_name &&
+	    rundir_inspect(c->l.run_dir, &(pid_t){0}) != RUNDIR_ABSENT) {
 		mcp_say("stopping the VM %s it booted", c->l.vm_name);
 		(void)vm_launch_stop(&c->l);
 	}
@@ -312,8 +317,7 @@ int cmd_mcp(int argc, char **argv)
 	else if (c.print_config) {
 		r = mcp_print_config(&c);
 		status = r < 0 ? 1 : r;
-	}
-	else
+	} else
 		status = run(&c) < 0 ? 1 : 0;
 	mcp_done(&c);
 	relay_stop();

@@ -58,7 +58,7 @@ typedef struct Mcp {
 	VmLaunch l;
 	bool owned;
 	McpPhase phase;
-	int stage; /* the own VM's boot stage: VmLaunchStage + 1, 0 before the first */
+	int stage;	      /* the own VM's boot stage: VmLaunchStage + 1, 0 before the first */
 	char stage_text[160]; /* and what it is doing, in words */
 	char *vm_name, *run_dir, *rpc_socket; /* rpc_socket: its name in run_dir */
 	char *manifest_path;

@@ -174,8 +174,9 @@ static bool check_modern_meta(McpState *st, json_t *params, McpReply *r)
 	if (!json_is_string(version) ||
 	    !json_is_object(json_object_get(meta, MCP_META_CLIENT_CAPABILITIES))) {
 		set_error(r, MCP_INVALID_PARAMS,
-			  "Invalid params: a request without initialize needs _meta[\"" MCP_META_PROTOCOL_VERSION
-			  "\"] (a string) and _meta[\"" MCP_META_CLIENT_CAPABILITIES "\"] (an object)");
+			  "Invalid params: a request without initialize needs "
+			  "_meta[\"" MCP_META_PROTOCOL_VERSION "\"] (a string) and "
+			  "_meta[\"" MCP_META_CLIENT_CAPABILITIES "\"] (an object)");
 		return false;
 	}
 	r->version = mcp_modern_version(json_string_value(version));
@@ -201,13 +202,17 @@ void mcp_dispatch(const McpServer *s, McpState *st, json_t *msg, McpReply *ret)
 		return set_error(r, MCP_INVALID_REQUEST,
 				 "Invalid Request: id must be a string or number");
 	r->id = json_incref(id);
-	if (!method)
-		return notification ? (void)0
-				    : set_error(r, MCP_INVALID_REQUEST, "Invalid Request: no method");
-	if (params && !json_is_object(params))
-		return notification ? (void)0
-				    : set_error(r, MCP_INVALID_PARAMS,
-						"Invalid params: expected an object");
+	/* A malformed notification gets no answer: there is no id to give one to. */
+	if (!method) {
+		if (!notification)
+			set_error(r, MCP_INVALID_REQUEST, "Invalid Request: no method");
+		return;
+	}
+	if (params && !json_is_object(params)) {
+		if (!notification)
+			set_error(r, MCP_INVALID_PARAMS, "Invalid params: expected an object");
+		return;
+	}
 	if ((params && mcp_params_are_modern(params)) || streq(method, "server/discover"))
 		r->era = MCP_ERA_MODERN;
 	r->version = r->era == MCP_ERA_MODERN ? MCP_MODERN_VERSION

@@ -20,10 +20,10 @@
 #include "mcp.h"
 
 typedef enum ConfigStyle {
-	STYLE_COMMAND,	    /* a shell command that adds it */
-	STYLE_MCP_SERVERS,  /* {"mcpServers": {name: {command, args}}} */
-	STYLE_VSCODE,	    /* {"servers": {name: {type: "stdio", command, args}}} */
-	STYLE_TOML,	    /* [mcp_servers.name] command, args */
+	STYLE_COMMAND,	   /* a shell command that adds it */
+	STYLE_MCP_SERVERS, /* {"mcpServers": {name: {command, args}}} */
+	STYLE_VSCODE,	   /* {"servers": {name: {type: "stdio", command, args}}} */
+	STYLE_TOML,	   /* [mcp_servers.name] command, args */
 	_STYLE_MAX,
 } ConfigStyle;
 
@@ -32,12 +32,14 @@ static const struct {
 	ConfigStyle style;
 	const char *where; /* what to do with it, for standard error */
 } clients[] = {
-	{"claude-code", STYLE_COMMAND, "run this command (add --scope user to have it in every project)"},
+	{"claude-code", STYLE_COMMAND,
+	 "run this command (add --scope user to have it in every project)"},
 	{"claude-desktop", STYLE_MCP_SERVERS,
 	 "merge this into claude_desktop_config.json (Settings > Developer > Edit Config), then restart Claude Desktop"},
 	{"cursor", STYLE_MCP_SERVERS,
 	 "merge this into ~/.cursor/mcp.json, or .cursor/mcp.json in a project"},
-	{"vscode", STYLE_VSCODE, "merge this into .vscode/mcp.json in the workspace (or the user mcp.json: MCP: Open User Configuration)"},
+	{"vscode", STYLE_VSCODE,
+	 "merge this into .vscode/mcp.json in the workspace (or the user mcp.json: MCP: Open User Configuration)"},
 	{"codex", STYLE_TOML, "append this to ~/.codex/config.toml"},
 };
 
@@ -62,7 +64,8 @@ static char *berth_command(void)
 /* The arguments of `berth mcp` for the client: the app, its folder, and the options given. */
 static json_t *server_args(Mcp *c)
 {
-	json_t *a = json_pack("[s, s, s, s, s]", "mcp", "--app", c->l.name, "--app-dir", c->l.app_dir);
+	json_t *a =
+		json_pack("[s, s, s, s, s]", "mcp", "--app", c->l.name, "--app-dir", c->l.app_dir);
 	char n[16];
 
 	if (!a)
@@ -136,8 +139,8 @@ static int print_style(FILE *f, ConfigStyle style, const char *name, const char 
 		fputc('\n', f);
 		return 0;
 	case STYLE_MCP_SERVERS:
-		doc = json_pack("{s:{s:{s:s, s:O}}}", "mcpServers", name, "command", command, "args",
-				args);
+		doc = json_pack("{s:{s:{s:s, s:O}}}", "mcpServers", name, "command", command,
+				"args", args);
 		break;
 	case STYLE_VSCODE:
 		doc = json_pack("{s:{s:{s:s, s:s, s:O}}}", "servers", name, "type", "stdio",
@@ -180,7 +183,8 @@ int mcp_print_config(Mcp *c)
 		 * cannot be served is no use. */
 		r = vm_launch_load_manifest(c->app_dir, &c->l.manifest);
 		if (r < 0)
-			return log_error("couldn't load berth.yml from \"%s\": see above", c->app_dir);
+			return log_error("couldn't load berth.yml from \"%s\": see above",
+					 c->app_dir);
 		c->l.name = strdup(manifest_name(c->l.manifest));
 		c->l.app_dir = realpath(c->app_dir, NULL);
 		command = berth_command();
@@ -196,7 +200,8 @@ int mcp_print_config(Mcp *c)
 		mcp_say("for %s: %s", clients[i].client, clients[i].where);
 		return 0;
 	}
-	return cli_usage_error("--print-config takes claude-code, claude-desktop, cursor, vscode or "
-			       "codex, not '%s'",
-			       c->print_config);
+	return cli_usage_error(
+		"--print-config takes claude-code, claude-desktop, cursor, vscode or "
+		"codex, not '%s'",
+		c->print_config);
 }

@@ -45,9 +45,9 @@ typedef enum McpEra {
 typedef enum McpFeature {
 	MCP_FEATURE_TOOL_ANNOTATIONS,  /* 2025-03-26: Tool.annotations */
 	MCP_FEATURE_PROGRESS_MESSAGE,  /* 2025-03-26: notifications/progress carry a message */
-	MCP_FEATURE_STRUCTURED_OUTPUT, /* 2025-06-18: Tool.outputSchema, Tool.title, structuredContent */
+	MCP_FEATURE_STRUCTURED_OUTPUT, /* 2025-06-18: outputSchema, title, structuredContent */
 	MCP_FEATURE_TASKS,	       /* 2025-11-25: Tool.execution (tasks; an extension later) */
-	MCP_FEATURE_RESULT_TYPE,       /* 2026-07-28: resultType, ttlMs/cacheScope, serverInfo in _meta */
+	MCP_FEATURE_RESULT_TYPE,       /* 2026-07-28: resultType, ttlMs/cacheScope, serverInfo */
 	_MCP_FEATURE_MAX,
 	_MCP_FEATURE_INVALID = -22,
 } McpFeature;

@@ -71,7 +71,8 @@ static bool declares_any(const Manifest *m, const char *const (*pairs)[2], size_
 		if (capability_parse(caps[i], &ns, &action, &scope) < 0)
 			continue;
 		for (size_t k = 0; k < n; k++)
-			if (streq(ns, pairs[k][0]) && (streq(pairs[k][1], "*") || streq(action, pairs[k][1])))
+			if (streq(ns, pairs[k][0]) &&
+			    (streq(pairs[k][1], "*") || streq(action, pairs[k][1])))
 				return true;
 	}
 	return false;
@@ -87,15 +88,17 @@ json_t *mcp_tool_annotations(const Manifest *m, const ManifestExport *e)
 		return NULL;
 	/* What the kernel enforces from berth.yml: an app that may write nothing and reach
 	 * nothing outside the VM cannot modify anything or reach the world. */
-	json_object_set_new(a, "readOnlyHint",
-			    json_boolean(!declares_any(m, not_read_only, ELEMENTSOF(not_read_only))));
+	json_object_set_new(
+		a, "readOnlyHint",
+		json_boolean(!declares_any(m, not_read_only, ELEMENTSOF(not_read_only))));
 	json_object_set_new(a, "openWorldHint",
 			    json_boolean(declares_any(m, open_world, ELEMENTSOF(open_world))));
 	/* What the author says about this export comes first: list_notes reads even though
 	 * the app writes. */
 	for (ManifestHint h = 0; h < _MANIFEST_HINT_MAX; h++)
 		if (e->has_hint[h])
-			json_object_set_new(a, manifest_hint_to_string(h), json_boolean(e->hint[h]));
+			json_object_set_new(a, manifest_hint_to_string(h),
+					    json_boolean(e->hint[h]));
 	return a;
 }
 
@@ -128,7 +131,8 @@ static json_t *mcp_tool(const char *app, const Manifest *m, const ManifestExport
 	if (annotations)
 		json_object_set_new(tool, "annotations", annotations);
 	if (mcp_version_has(version, MCP_FEATURE_TASKS))
-		json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "forbidden"));
+		json_object_set_new(tool, "execution",
+				    json_pack("{s:s}", "taskSupport", "forbidden"));
 	return tool;
 }
 
@@ -295,8 +299,8 @@ int mcp_check_output(const ManifestExport *e, json_t *result, char **ret_issues)
 		json_t *v = json_object_get(result, field);
 
 		if (v && !has_type(v, t))
-			fprintf(f, "%s%s: expected %s, received %s", ftell(f) > 0 ? "; " : "", field,
-				t, received(v));
+			fprintf(f, "%s%s: expected %s, received %s", ftell(f) > 0 ? "; " : "",
+				field, t, received(v));
 	}
 	fclose(f);
 	if (len > 0) {

@@ -233,7 +233,7 @@ test("raw 2026-07-28: server/discover and stateless tools/list and tools/call, n
 		assert.equal(byId(5).error.code, -32602, "clientCapabilities is required");
 		assert.equal(byId(6).error.code, -32601, "ping is not a method of 2026-07-28");
 		assert.equal(byId(7).error.code, -32601, "nor is initialize");
-		assert.equal(byId(8).error.code, -32602);
+		assert.deepEqual(byId(8).error, { code: -32602, message: "Unknown tool: nope" }, "the tools page's protocol error");
 		assert.equal(byId(9).error.code, -32602, "server/discover needs its _meta too");
 		assert.equal(byId(10).result.isError, true);
 		assert.equal(byId(10).result.resultType, "complete");

@@ -388,7 +388,7 @@ TEST(both_eras_on_one_stream)
 		"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"," MODERN_META
 		"}}",
 		&r);
-	ASSERT_STREQ(out, "{\"code\":-32602,\"message\":\"Unknown tool: nope not found\"}");
+	ASSERT_STREQ(out, "{\"code\":-32602,\"message\":\"Unknown tool: nope\"}");
 	free(out);
 	mcp_reply_done(&r);
 	out = request(

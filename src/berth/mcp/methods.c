@@ -110,14 +110,16 @@ static void on_tools_call(const McpServer *s, McpState *st, json_t *params, McpR
 	if (!name)
 		return set_error(r, MCP_INVALID_PARAMS, "tools/call needs params.name (a string)");
 	if (!e || !served(s, name)) {
-		if (asprintf(&text, "%s %s not found",
-			     r->era == MCP_ERA_MODERN ? "Unknown tool:" : "MCP error -32602: Tool",
-			     name) < 0)
-			return set_error(r, MCP_INTERNAL_ERROR, "out of memory");
 		/* The revision without a handshake answers an unknown tool with the protocol
-		 * error its spec names; the older ones with the result their clients know. */
-		if (r->era == MCP_ERA_MODERN)
+		 * error its tools page names; the older ones with the result their clients
+		 * know. */
+		if (r->era == MCP_ERA_MODERN) {
+			if (asprintf(&text, "Unknown tool: %s", name) < 0)
+				return set_error(r, MCP_INTERNAL_ERROR, "out of memory");
 			return set_error(r, MCP_INVALID_PARAMS, text);
+		}
+		if (asprintf(&text, "MCP error -32602: Tool %s not found", name) < 0)
+			return set_error(r, MCP_INTERNAL_ERROR, "out of memory");
 		return set_result(r, mcp_text_result(text, true));
 	}
 	if (json_is_null(args))

@@ -252,12 +252,13 @@ test("both eras on one stream; legacy answers stay as they were", async () => {
 			{ jsonrpc: "2.0", id: 2, method: "tools/list" },
 			{ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "add_note", arguments: { text: "old client" } } },
 			{ jsonrpc: "2.0", id: 4, method: "server/discover", params: { _meta: META } },
+			{ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "echo", arguments: { text: "modern" }, _meta: META } },
 			{ jsonrpc: "2.0", id: 5, method: "ping" },
 			"{not json",
 			"x".repeat(5 * 1024 * 1024),
 			{ jsonrpc: "2.0", id: 6, method: "no/such" },
 		];
-		const { code, msgs, stderr } = await rawSession(["--app", "mcp-fixture", "--app-dir", appDir], lines, (m) => m.length >= 8);
+		const { code, msgs, stderr } = await rawSession(["--app", "mcp-fixture", "--app-dir", appDir, "--run-id", "both-eras"], lines, (m) => m.length >= 9);
 		assert.equal(code, 0, stderr);
 		const byId = (id) => msgs.find((m) => m.id === id);
 		assert.equal(byId(1).result.protocolVersion, "2024-11-05");
@@ -272,7 +273,15 @@ test("both eras on one stream; legacy answers stay as they were", async () => {
 		assert.deepEqual(byId(5).result, {});
 		assert.equal(msgs.filter((m) => m.id === null && m.error?.code === -32700).length, 2);
 		assert.equal(byId(6).error.code, -32601);
+		assert.equal(byId(7).result.resultType, "complete");
+		assert.equal(byId(7).result.structuredContent.text, "modern");
 		for (const line of stderr.trim().split("\n")) assert.match(line, /^\[berth:mcp\] /);
+		// Who called is each request's own word: initialize's for the legacy call, the
+		// 2026-07-28 request's _meta for its call.
+		const records = readFileSync(join(home, "audit/audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+		const actor = (tool) => records.find((x) => x.meta?.runId === "both-eras" && x.target === `mcp-fixture.${tool}`)?.actor.id;
+		assert.equal(actor("add_note"), "old");
+		assert.equal(actor("echo"), "raw");
 	} finally {
 		await stopFakeVm(vm);
 	}

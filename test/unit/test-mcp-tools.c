@@ -408,6 +408,18 @@ TEST(both_eras_on_one_stream)
 	ASSERT_STREQ(out, "call");
 	ASSERT_STREQ(json_string_value(r.progress_token), "p");
 	ASSERT_STREQ(r.version, MCP_MODERN_VERSION);
+	ASSERT_TRUE(r.client == NULL);
+	free(out);
+	mcp_reply_done(&r);
+
+	/* Who asks is each modern request's own word; initialize's stays for the legacy ones. */
+	out = request(
+		&s, &st,
+		"{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"list_notes\",\"_meta\":{\"io.modelcontextprotocol/clientInfo\":{\"name\":\"c2\",\"version\":\"1\"},\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+		&r);
+	ASSERT_STREQ(out, "call");
+	ASSERT_STREQ(r.client, "c2");
+	ASSERT_STREQ(st.client, "c1");
 	free(out);
 	mcp_reply_done(&r);
 

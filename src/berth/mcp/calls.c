@@ -30,6 +30,7 @@ struct Call {
 	const ManifestExport *export;
 	json_t *input;
 	json_t *progress_token; /* NULL: the client asked for no progress */
+	char *client;		/* who asked, when the request said so itself (2026-07-28) */
 	int progress_sent;	/* the last boot stage told (c->stage), 0 for none */
 	char rpc_id[64];
 	LineConn *conn; /* NULL while the call waits */
@@ -76,7 +77,7 @@ static void audit_call(Call *call, const char *decision, const char *reason_text
 	if (extra_meta && meta)
 		json_object_update(meta, extra_meta);
 	ev = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s*, s:s, s:s*, s:I, s:o}", "actor", "kind",
-		       "agent", "id", c->state.client ?: "mcp-client", "verifiedBy",
+		       "agent", "id", call->client ?: c->state.client ?: "mcp-client", "verifiedBy",
 		       "self-asserted", "action", "tool.call", "target", target, "decision",
 		       decision, "reason", reason, "durationMs",
 		       (json_int_t)(now_ms() - call->started_ms), "meta", meta);
@@ -109,6 +110,7 @@ static void call_free(Call *call)
 	json_decref(call->input);
 	json_decref(call->progress_token);
 	free(call->tool);
+	free(call->client);
 	free(call);
 	if (c->input_closed && !c->calls && c->loop)
 		mcp_stop_serving(c);
@@ -402,6 +404,7 @@ void calls_add(Mcp *c, McpReply *r)
 	call->export = r->export;
 	call->input = json_incref(r->input);
 	call->progress_token = json_incref(r->progress_token);
+	call->client = TAKE_PTR(r->client);
 	call->started_ms = now_ms();
 	call->timeout_ms = c->call_timeout_ms;
 	call->next = c->calls;

@@ -38,12 +38,12 @@ static json_t *server_info(const McpServer *s)
 			 manifest_version(s->manifest) ?: "0.0.0");
 }
 
-static void remember_client(McpState *st, json_t *info)
+/* The client's name in an Implementation object (clientInfo), for the audit; NULL if none. */
+static char *client_name(json_t *info)
 {
 	const char *name = json_string_value(json_object_get(info, "name"));
 
-	if (name && *name && !st->client)
-		st->client = strndup(name, MCP_CLIENT_NAME_MAX);
+	return name && *name ? strndup(name, MCP_CLIENT_NAME_MAX) : NULL;
 }
 
 /* --- the handlers ---------------------------------------------------------------------- */
@@ -52,7 +52,8 @@ static void on_initialize(const McpServer *s, McpState *st, json_t *params, McpR
 {
 	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
 
-	remember_client(st, json_object_get(params, "clientInfo"));
+	if (!st->client)
+		st->client = client_name(json_object_get(params, "clientInfo"));
 	/* Version negotiation as the handshake revisions have it: the client's version when
 	 * we speak it, else our newest; the client decides whether to go on. A client asking
 	 * for 2026-07-28 this way gets 2025-11-25: that revision has no handshake. */
@@ -188,7 +189,8 @@ static bool check_modern_meta(McpState *st, json_t *params, McpReply *r)
 				    "requested", version);
 		return false;
 	}
-	remember_client(st, json_object_get(meta, MCP_META_CLIENT_INFO));
+	/* Who asks is the request's to say, never an earlier request's (stateless). */
+	r->client = client_name(json_object_get(meta, MCP_META_CLIENT_INFO));
 	return true;
 }
 
@@ -267,6 +269,7 @@ void mcp_reply_done(McpReply *r)
 	json_decref(r->progress_token);
 	json_decref(r->request_id);
 	free(r->message);
+	free(r->client);
 	*r = (McpReply){};
 }
 

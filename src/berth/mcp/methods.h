@@ -20,10 +20,11 @@ typedef struct McpServer {
 	char *const *only; /* --only, NULL: every export */
 } McpServer;
 
-/* What the legacy handshake leaves behind for the requests after it. */
+/* What the legacy handshake leaves behind for the requests after it. A 2026-07-28
+ * request neither reads nor changes it. */
 typedef struct McpState {
 	const char *legacy_version; /* negotiated by initialize; NULL before one */
-	char *client;		    /* the client's name, as it first gave it (for the audit) */
+	char *client;		    /* the client's name, as initialize gave it (for the audit) */
 } McpState;
 
 #define MCP_CLIENT_NAME_MAX 128
@@ -50,6 +51,7 @@ typedef struct McpReply {
 	json_t *input;		      /* CALL: the arguments, checked and stripped */
 	json_t *arguments;	      /* CALL: the arguments as sent */
 	json_t *progress_token;	      /* CALL: params._meta.progressToken, or NULL */
+	char *client;		      /* CALL: who asks, from a 2026-07-28 request's _meta */
 	json_t *request_id;	      /* CANCEL */
 } McpReply;
 

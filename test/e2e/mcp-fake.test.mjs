@@ -104,7 +104,8 @@ test("the official SDK client: descriptions, schemas, hints and structuredConten
 	const vm = await startFakeVm("berth-dev-mcp-fixture");
 	try {
 		const { client, log } = await connect(["--app", "mcp-fixture", "--app-dir", appDir]);
-		assert.match(log.text, /attached to the running VM "berth-dev-mcp-fixture"/);
+		// Standard error is a stream of its own: the line may come after initialize's answer.
+		await waitFor("the attach line", () => /attached to the running VM "berth-dev-mcp-fixture"/.test(log.text));
 		assert.deepEqual(client.getServerVersion(), { name: "berth-mcp-fixture", version: "0.4.0" });
 		const { tools } = await client.listTools();
 		assert.deepEqual(tools.map((t) => t.name), ["add_note", "list_notes", "echo", "sleep", "fail", "bad_output"]);
@@ -151,7 +152,7 @@ test("the official SDK client: descriptions, schemas, hints and structuredConten
 		assert.equal(text(r), "MCP error -32602: Tool no_such_tool not found");
 		assert.deepEqual(await client.ping(), {});
 		await client.close();
-		assert.match(log.text, /kernel enforcement in this VM: enforced/);
+		await waitFor("the enforcement line", () => /kernel enforcement in this VM: enforced/.test(log.text));
 	} finally {
 		await stopFakeVm(vm);
 	}

@@ -168,7 +168,8 @@ test("attach to berth dev's VM, round trip, across a reload, leave it running; s
 		await waitFor("berth dev to be ready", () => /^VM ready in/m.test(devOut), 600);
 
 		const { client, log, stray } = await connect(["--app", "notes", "--app-dir", appDir, "--only", "add_note,list_notes", "--run-id", "mcp-e2e-notes"]);
-		assert.match(log.text, /attached to the running VM "berth-dev-notes"/);
+		// Standard error is a stream of its own: the line may come after initialize's answer.
+		await waitFor("the attach line", () => /attached to the running VM "berth-dev-notes"/.test(log.text));
 		const { tools } = await client.listTools();
 		assert.deepEqual(tools.map((t) => t.name), ["add_note", "list_notes"]);
 		const note = `from mcp ${process.pid}`;

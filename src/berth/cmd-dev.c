@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "evloop.h"
 #include "exec-util.h"
@@ -412,8 +413,8 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	if (env && parse_uint_range(env, 1000, 3600000, &d->l.boot_timeout_ms) < 0)
 		return log_error(
 			"BERTH_DEV_BOOT_TIMEOUT_MS must be milliseconds from 1000 to 3600000");
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		if (c == 'r')
 			*ret_runtime = optarg;
 		else if (c == 'c')
@@ -424,13 +425,15 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 		} else if (c == 'f') {
 			if (vm_launch_add_env_file(&d->l, optarg) < 0)
 				return -EINVAL;
-		} else if (c == 'h') {
-			printf("usage: berth dev [DIR] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]...\n"
-			       "                 [--cold]\n");
-			exit(0);
+		} else if (c == CLI_OPT_HELP) {
+			cli_print_help();
+			return 1;
 		} else
 			return -EINVAL;
 	}
+	if (argc - optind > 1)
+		return cli_usage_error("one app folder at a time, not '%s' too", argv[optind + 1]),
+		       -EINVAL;
 	*ret_dir = optind < argc ? argv[optind] : ".";
 	return 0;
 }
@@ -481,8 +484,11 @@ int cmd_dev(int argc, char **argv)
 	pid_t owner;
 	int r;
 
-	if (parse_args(argc, argv, &d, &runtime_flag, &dir) < 0)
-		return 2;
+	r = parse_args(argc, argv, &d, &runtime_flag, &dir);
+	if (r != 0) {
+		dev_done(&d);
+		return r < 0 ? CLI_EXIT_USAGE : 0;
+	}
 	if (vm_launch_load(&d.l, dir, runtime_flag, "berth-dev-") < 0) {
 		dev_done(&d);
 		return 1;

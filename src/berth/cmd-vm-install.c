@@ -4,30 +4,10 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
 #include "vm-install.h"
-
-static void help(void)
-{
-	printf("usage: berth vm install [--from DIR] [--url TEMPLATE] [--no-download] [--force] [--vmm PATH]\n"
-	       "                        [--no-snapshot]\n"
-	       "\n"
-	       "Install the pinned guest kernel, initrd and root image under ~/.berth/vm, each\n"
-	       "checked against its sha256 pin before it is put in place.\n"
-	       "\n"
-	       "  --from DIR       copy from DIR: the build output (out/artifacts), release assets,\n"
-	       "                   one subdirectory per sha256, or another ~/.berth/vm\n"
-	       "                   (default: $BERTH_VMM_ARTIFACTS, then vm.artifactsDir)\n"
-	       "  --url TEMPLATE   download what DIR lacks, e.g. 'https://mirror/{asset}'\n"
-	       "                   (default: $BERTH_VM_ARTIFACTS_URL, then vm.artifactsUrl)\n"
-	       "  --no-download    copy from DIR only\n"
-	       "  --force          replace files that are installed and match\n"
-	       "  --vmm PATH       install PATH as ~/.berth/vm/bin/berth-vmm and use its pins\n"
-	       "  --no-snapshot    do not make the warm-start snapshot; VMs boot cold\n"
-	       "\n"
-	       "See docs/vm-install.md and docs/warm-start.md.\n");
-}
 
 static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 {
@@ -45,10 +25,10 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 	int c;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		switch (c) {
-		case 'h':
-			help();
+		case CLI_OPT_HELP:
+			cli_print_help();
 			return 0;
 		case 'f':
 			o->from = optarg;
@@ -73,7 +53,7 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 		}
 	}
 	if (optind < argc) {
-		log_error("unexpected argument '%s'; see 'berth vm install --help'", argv[optind]);
+		cli_usage_error("unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	return 1;

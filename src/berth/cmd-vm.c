@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
@@ -130,22 +131,25 @@ int cmd_vm_status(int argc, char **argv)
 	static const struct option options[] = {
 		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {}};
 	_cleanup_free_ char *root = berth_run_root();
-	Sweep s = {.running = json_array(), .stale = json_array()};
-	json_t *out = json_array();
+	_cleanup_(json_decrefp) json_t *running = json_array(), *stale = json_array(),
+				       *out = json_array();
+	Sweep s = {.running = running, .stale = stale};
 	bool json = false;
 	const char *only = NULL;
 	int c, r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		if (c == 'j')
 			json = true;
-		else if (c == 'h') {
-			printf("usage: berth vm status [NAME] [--json]\n");
+		else if (c == CLI_OPT_HELP) {
+			cli_print_help();
 			return 0;
 		} else
-			return 2;
+			return CLI_EXIT_USAGE;
 	}
+	if (argc - optind > 1)
+		return cli_usage_error("one VM at a time, not '%s' too", argv[optind + 1]);
 	if (optind < argc)
 		only = argv[optind];
 	if (!root)
@@ -188,11 +192,7 @@ int cmd_vm_status(int argc, char **argv)
 	} else
 		for (size_t i = 0; i < json_array_size(out); i++)
 			print_vm(json_array_get(out, i));
-	r = only && json_array_size(out) == 0 ? 1 : 0;
-	json_decref(out);
-	json_decref(s.running);
-	json_decref(s.stale);
-	return r;
+	return only && json_array_size(out) == 0 ? 1 : 0;
 }
 
 int cmd_vm_logs(int argc, char **argv)
@@ -204,36 +204,48 @@ int cmd_vm_logs(int argc, char **argv)
 	VmLogsOptions o = {};
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "f", options)) != -1) {
 		if (c == 'f')
 			o.follow = true;
 		else if (c == 'j')
 			o.raw = true;
-		else if (c == 'h') {
-			printf("usage: berth vm logs NAME [--follow] [--json]\n");
+		else if (c == CLI_OPT_HELP) {
+			cli_print_help();
 			return 0;
 		} else
-			return 2;
+			return CLI_EXIT_USAGE;
 	}
 	if (optind >= argc)
-		return log_error("usage: berth vm logs NAME [--follow]"), 2;
+		return cli_usage_error("which VM? Give its name ('berth vm status' lists them)");
+	if (argc - optind > 1)
+		return cli_usage_error("one VM at a time, not '%s' too", argv[optind + 1]);
 	return vm_logs_print(argv[optind], &o) < 0 ? 1 : 0;
 }
 
 int cmd_vm_stop(int argc, char **argv)
 {
+	static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {}};
 	_cleanup_free_ char *dir = NULL;
 	unsigned timeout;
-	int r;
+	int c, r;
 
-	if (argc < 2 || argv[1][0] == '-')
-		return log_error("usage: berth vm stop NAME"), 2;
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
+		if (c != CLI_OPT_HELP)
+			return CLI_EXIT_USAGE;
+		cli_print_help();
+		return 0;
+	}
+	if (optind >= argc)
+		return cli_usage_error("which VM? Give its name ('berth vm status' lists them)");
+	if (argc - optind > 1)
+		return cli_usage_error("one VM at a time, not '%s' too", argv[optind + 1]);
 	if (vm_stop_timeout(&timeout) < 0)
-		return 2;
-	dir = vm_running_dir(argv[1]);
+		return CLI_EXIT_USAGE;
+	dir = vm_running_dir(argv[optind]);
 	if (!dir)
 		return 1;
-	r = vm_stop(argv[1], dir, timeout);
+	r = vm_stop(argv[optind], dir, timeout);
 	return r == 0 ? 0 : 1;
 }

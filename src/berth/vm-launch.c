@@ -279,6 +279,8 @@ static int ensure_artifacts(VmLaunch *l)
 	}
 	if (!missing)
 		return 0;
+	if (l->on_stage)
+		l->on_stage(l, VM_LAUNCH_STAGE_INSTALLING, l->stage_userdata);
 	say(l, "the pinned kernel and root image are not installed yet; installing them");
 	if (berth_source_path("out/artifacts/manifest-rootfs.json", &from) >= 0) {
 		*strrchr(from, '/') = '\0';
@@ -547,6 +549,9 @@ static void on_control_line(LineConn *c, char *line, size_t len, void *userdata)
 	_cleanup_(json_decrefp) json_t *ev = json_loadb(line, len, 0, NULL);
 	int r = vm_readiness_event(&b->readiness, ev, b->reason, sizeof(b->reason));
 
+	if (r == 0 && b->l->on_stage && json_string_value(json_object_get(ev, "event")) &&
+	    streq(json_string_value(json_object_get(ev, "event")), "app_started"))
+		b->l->on_stage(b->l, VM_LAUNCH_STAGE_APP_STARTING, b->l->stage_userdata);
 	if (r == 0)
 		return;
 	if (r > 0) {
@@ -749,6 +754,8 @@ int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void 
 	}
 	b->out[0] = '\0';
 	l->boot = b;
+	if (l->on_stage)
+		l->on_stage(l, VM_LAUNCH_STAGE_BOOTING, l->stage_userdata);
 	return 0;
 }
 

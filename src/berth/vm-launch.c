@@ -266,7 +266,9 @@ static int locate_vmm(VmLaunch *l)
 static int ensure_artifacts(VmLaunch *l)
 {
 	_cleanup_free_ char *vm_dir = berth_vm_dir(), *from = NULL;
-	VmInstallOptions o = {.vmm = l->vmm};
+	/* No snapshot here: this is on the way to the first session's boot, which an MCP
+	 * client may be timing; `berth vm install` makes it (docs/warm-start.md). */
+	VmInstallOptions o = {.vmm = l->vmm, .no_snapshot = true};
 	bool missing = false;
 	PinSet pins;
 

@@ -208,7 +208,7 @@ static void answer_success(Call *call, json_t *result)
 static void on_rpc_line(LineConn *conn, char *line, size_t len, void *userdata)
 {
 	Call *call = userdata;
-	json_auto_t *msg = json_loadb(line, len, 0, NULL);
+	json_auto_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, NULL); /* an app may answer \u0000 */
 	json_t *id = json_object_get(msg, "id");
 
 	if (!json_is_string(id) || !streq(json_string_value(id), call->rpc_id))

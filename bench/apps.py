@@ -40,7 +40,7 @@ def dev_start(app_dir, env):
     lines = []
     for line in p.stdout:
         lines.append(line)
-        m = re.match(r"VM ready in (\d+) ms \(bundle (\d+) ms, (\w+), boot (\d+) ms\)", line)
+        m = re.match(r"VM ready in (\d+) ms \(bundle (\d+) ms, (\w+), (?:boot|restore) (\d+) ms\)", line)
         if m:
             return p, time.monotonic() - t0, int(m.group(2)), int(m.group(4)), lines
     raise RuntimeError("berth dev ended before the VM was ready:\n" + "".join(lines))

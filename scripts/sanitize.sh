@@ -3,9 +3,11 @@
 # The unit, fuzz-replay and stress tests once more, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build/asan/ (inside the ignored build/; BERTH_ASAN_BUILD
 # names another directory), where any finding fails its test: a memory error, undefined
-# behaviour, or a leak (in every fuzz input, and at the exit of every test program). No
-# VM is booted; it takes a few minutes, most of them building. Extra arguments go to
-# meson test. Ends with 'sanitizers: N passed, N failed, N skipped'; exits non-zero on
+# behaviour, or a leak (in every fuzz input, and at the exit of every test program). The
+# cli and mcp suites run the real berth under the sanitizers too: every command's option
+# handling, and a berth mcp session against the stand-in berth-vmm, the only test of the
+# session's loop that needs no VM. No VM is booted; it takes a few minutes, most of them
+# building. Extra arguments go to meson test. Ends with 'sanitizers: N passed, N failed, N skipped'; exits non-zero on
 # any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,7 @@ ninja -C "$dir" >"$dir/build-output.txt" 2>&1 || say_failed "$dir/build-output.t
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 status=0
-meson test -C "$dir" --suite unit --suite fuzz --suite stress --print-errorlogs \
+meson test -C "$dir" --suite unit --suite fuzz --suite stress --suite cli --suite mcp --print-errorlogs \
 	--num-processes 2 "$@" >"$dir/test-output.txt" 2>&1 || status=$?
 grep -E '^ *[0-9]+/[0-9]+ ' "$dir/test-output.txt" | sed 's/^/sanitizers: /' || true
 summary=$(python3 scripts/tap-summary.py "$dir/meson-logs/testlog.json") || status=1

@@ -29,6 +29,21 @@ def port(model, key):
     return v
 
 
+def words(model, key):
+    v = model.get(key)
+    if not isinstance(v, list) or not v or not all(isinstance(w, str) and w.isidentifier() for w in v):
+        sys.exit(f"{key}: a non-empty list of names")
+    return v
+
+
+def pairs(model, key):
+    v = model.get(key)
+    if not isinstance(v, list) or not v or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(w, str) and w for w in p) for p in v):
+        sys.exit(f"{key}: a non-empty list of [namespace, action] pairs")
+    return v
+
+
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         model = json.load(f)
@@ -47,6 +62,17 @@ def main():
     if not isinstance(gh, str) or not gh.startswith("/"):
         sys.exit("githubBrokerDir: an absolute path")
     out.append(f"#define CAPABILITY_GITHUB_BROKER_DIR {c_string(gh)}")
+    for key, name in (("exportFieldTypes", "EXPORT_FIELD_TYPES"), ("exportHints", "EXPORT_HINTS")):
+        v = words(model, key)
+        out.append(f"#define CAPABILITY_{name}_INIT {{{', '.join(c_string(w) for w in v)}}}")
+        out.append(f"#define CAPABILITY_{name}_N {len(v)}")
+    # The field types as berth.yml messages quote them: 'string' | 'number' | ...
+    quoted = " | ".join(f"'{w}'" for w in words(model, "exportFieldTypes"))
+    out.append(f"#define CAPABILITY_EXPORT_FIELD_TYPES_TEXT {c_string(quoted)}")
+    for key, name in (("notReadOnly", "NOT_READ_ONLY"), ("openWorld", "OPEN_WORLD")):
+        v = pairs(model, key)
+        out.append(f"#define CAPABILITY_{name}_INIT {{{', '.join('{' + c_string(a) + ', ' + c_string(b) + '}' for a, b in v)}}}")
+        out.append(f"#define CAPABILITY_{name}_N {len(v)}")
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
 

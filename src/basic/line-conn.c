@@ -17,6 +17,9 @@ struct LineConn {
 	char *out;
 	size_t out_len, out_alloc, max_out;
 	bool closing, dispatching, freed;
+	bool skipping;	/* inside an over-long line that on_overlong asked to drop */
+	bool last_line; /* deliver an unterminated line at end of input */
+	line_conn_overlong_t on_overlong;
 	line_conn_line_t on_line;
 	line_conn_close_t on_close;
 	void *userdata;
@@ -68,16 +71,44 @@ static int split_lines(LineConn *c)
 	for (size_t i = 0; i < c->in_len && !c->freed; i++) {
 		if (c->in[i] != '\n')
 			continue;
-		c->in[i] = '\0';
-		if (c->on_line)
-			c->on_line(c, c->in + start, i - start, c->userdata);
+		if (c->skipping) {
+			/* The end of a line that was dropped. */
+			c->skipping = false;
+			if (c->on_overlong)
+				c->on_overlong(c, c->userdata);
+		} else {
+			c->in[i] = '\0';
+			if (c->on_line)
+				c->on_line(c, c->in + start, i - start, c->userdata);
+		}
 		start = i + 1;
 	}
 	if (c->freed)
 		return 0;
 	memmove(c->in, c->in + start, c->in_len - start);
 	c->in_len -= start;
-	return c->in_len > c->max_line ? -EMSGSIZE : 0;
+	if (c->skipping)
+		c->in_len = 0; /* more of the dropped line */
+	if (c->in_len <= c->max_line)
+		return 0;
+	if (!c->on_overlong)
+		return -EMSGSIZE;
+	c->skipping = true;
+	c->in_len = 0;
+	return 0;
+}
+
+/* End of input: the last line, if it had no newline and is wanted. */
+static void last_line(LineConn *c)
+{
+	size_t len;
+
+	if (!c->last_line || c->skipping || c->in_len == 0 || !c->on_line)
+		return;
+	len = c->in_len;
+	c->in[len] = '\0';
+	c->in_len = 0;
+	c->on_line(c, c->in, len, c->userdata);
 }
 
 static int on_io(EvSource *s, int fd, uint32_t revents, void *userdata)
@@ -96,9 +127,10 @@ static int on_io(EvSource *s, int fd, uint32_t revents, void *userdata)
 
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			r = -errno;
-		else if (n == 0)
+		else if (n == 0) {
+			last_line(c);
 			r = 1;
-		else if (n > 0) {
+		} else if (n > 0) {
 			c->in_len += (size_t)n;
 			r = split_lines(c);
 		}
@@ -208,6 +240,16 @@ LineConn *line_conn_free(LineConn *c)
 	}
 	free(c);
 	return NULL;
+}
+
+void line_conn_set_skip_overlong(LineConn *c, line_conn_overlong_t on_overlong)
+{
+	c->on_overlong = on_overlong;
+}
+
+void line_conn_set_last_line(LineConn *c, bool deliver)
+{
+	c->last_line = deliver;
 }
 
 size_t line_conn_pending(const LineConn *c)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "evloop.h"
@@ -22,6 +23,17 @@ typedef void (*line_conn_close_t)(LineConn *c, int error, void *userdata);
 /* Takes ownership of @fd (made non-blocking), also on failure. */
 int line_conn_new(EvLoop *loop, int fd, size_t max_line, size_t max_out, line_conn_line_t on_line,
 		  line_conn_close_t on_close, void *userdata, LineConn **ret);
+/*
+ * line_conn_set_skip_overlong() - for a peer whose over-long line is its mistake, not the
+ * end of it (an MCP client's message): such a line is dropped instead, @on_overlong runs
+ * once it has ended, and the lines after it are read as usual. Nothing of it is kept
+ * beyond @max_line bytes.
+ */
+typedef void (*line_conn_overlong_t)(LineConn *c, void *userdata);
+void line_conn_set_skip_overlong(LineConn *c, line_conn_overlong_t on_overlong);
+/* At end of input, hand out a last line that has no newline before on_close runs. */
+void line_conn_set_last_line(LineConn *c, bool deliver);
+
 /* Queue @len bytes and a newline. */
 int line_conn_write(LineConn *c, const char *line, size_t len);
 /* Close once everything queued was written (on_close is called then). */

@@ -20,6 +20,7 @@
 #include "egress.h"
 #include "fd-splice.h"
 #include "fileio.h"
+#include "github.h"
 #include "journal.h"
 #include "macros.h"
 #include "publish-relay.h"
@@ -73,6 +74,7 @@ struct App {
 	char socket[96]; /* /run/berth/<name>/rpc.sock */
 	bool python;
 	bool egress; /* the one app the egress broker serves */
+	bool github; /* the one app the GitHub broker serves */
 	uid_t uid;
 	pid_t pid;
 	AppState state;
@@ -94,7 +96,9 @@ static App apps[APPS_MAX];
 static unsigned n_apps;
 static EvSource *pending_timer;
 static int egress_app = -1; /* index of the app the egress broker serves */
-static bool launching;	    /* waiting for the egress broker before starting the apps */
+static int github_app = -1; /* index of the app the GitHub broker serves */
+static bool launching;	    /* waiting for the brokers before starting the apps */
+static unsigned brokers_pending;
 static void (*launch_none_started)(void);
 
 static int mount_share(App *a)
@@ -364,6 +368,83 @@ static void plan_egress(void)
 	}
 }
 
+/* Does @a's policy declare TCP connect to @port (or any port)? */
+static bool reaches_port(const App *a, uint16_t port)
+{
+	const PolicyPorts *ports = &a->conf.policy->network_ports;
+	bool reach = a->conf.policy->network_unrestricted;
+
+	for (size_t k = 0; k < ports->n; k++)
+		reach |= ports->v[k] == port;
+	return reach;
+}
+
+/*
+ * The GitHub broker serves one app (SPEC 6.2), as the egress broker does: several apps
+ * declaring github: refuses all of them; so does an image without the broker, and an app
+ * whose name would collide with the broker's user, directories or policy.
+ */
+static void plan_github(void)
+{
+	char names[APPS_MAX * 34] = "", why[sizeof(names) + 160];
+	json_t *list = json_array();
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < n_apps; i++) {
+		App *a = &apps[i];
+
+		if (a->state == APP_REFUSED || !github_policy_declares(a->conf.policy))
+			continue;
+		a->github = true;
+		github_app = (int)i;
+		json_array_append_new(list, json_string(a->name));
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 n++ ? ", " : "", a->name);
+	}
+	if (n == 0) {
+		json_decref(list);
+		return;
+	}
+	why[0] = '\0';
+	if (n > 1)
+		snprintf(
+			why, sizeof(why),
+			"at most one app may declare a github:* capability when running multiple apps together — found %u: %s",
+			n, names);
+	else if (!github_broker_present())
+		snprintf(
+			why, sizeof(why),
+			"this root image has no GitHub API broker (%s), which github: capabilities need: boot an image built with it, or remove them",
+			GITHUB_BROKER);
+	for (unsigned i = 0; i < n_apps && !why[0]; i++)
+		if (streq(apps[i].name, GITHUB_DAEMON) || streq(apps[i].name, GITHUB_USER) ||
+		    streq(apps[i].name, "github"))
+			snprintf(
+				why, sizeof(why),
+				"an app named \"%s\" would share the GitHub broker's user and directories (/run/berth/%s); rename that app to run \"%s\" with github: capabilities",
+				apps[i].name, apps[i].name, apps[github_app].name);
+	if (why[0]) {
+		journal_event("github_refused", json_pack("{s:o, s:s}", "apps", list, "reason", why));
+		for (unsigned i = 0; i < n_apps; i++)
+			if (apps[i].github) {
+				refuse(&apps[i], NULL, why);
+				apps[i].github = false;
+			}
+		github_app = -1;
+		return;
+	}
+	json_decref(list);
+	if (!reaches_port(&apps[github_app], GITHUB_BROKER_PORT)) {
+		char line[256];
+
+		snprintf(
+			line, sizeof(line),
+			"[berth-init] WARNING: \"%s\" declares github: but not network:connect:8092, so Landlock keeps it from reaching the GitHub broker; add network:connect:8092 to its berth.yml",
+			apps[github_app].name);
+		journal_log(apps[github_app].name, "policy", line, strlen(line));
+	}
+}
+
 int apps_setup_identities(void)
 {
 	_cleanup_free_ char *users = strdup(""), *groups = NULL;
@@ -373,6 +454,7 @@ int apps_setup_identities(void)
 	if (n_apps == 0)
 		return 0;
 	plan_egress();
+	plan_github();
 	for (unsigned i = 0; i < n_apps; i++) {
 		char *next = NULL;
 
@@ -413,6 +495,23 @@ int apps_setup_identities(void)
 			     ":x:%u:%u:berth egress broker:/nonexistent:/usr/sbin/nologin\n",
 			     users, EGRESS_UID, EGRESS_UID) < 0 ||
 		    asprintf(&g, "%s" EGRESS_USER ":x:%u:\n", groups, EGRESS_UID) < 0) {
+			free(u);
+			return -ENOMEM;
+		}
+		free(users);
+		free(groups);
+		users = u;
+		groups = g;
+	}
+	if (github_app >= 0) {
+		/* The GitHub broker's, outside group berth too. */
+		char *u = NULL, *g = NULL;
+
+		if (asprintf(&u,
+			     "%s" GITHUB_USER
+			     ":x:%u:%u:berth github api broker:/nonexistent:/usr/sbin/nologin\n",
+			     users, GITHUB_UID, GITHUB_UID) < 0 ||
+		    asprintf(&g, "%s" GITHUB_USER ":x:%u:\n", groups, GITHUB_UID) < 0) {
 			free(u);
 			return -ENOMEM;
 		}
@@ -626,6 +725,14 @@ static int build_env(const App *a, Env *e)
 	env_set(e, "BERTH_APP_SUPPLEMENTARY_GIDS", buf);
 	if (a->egress)
 		env_set(e, "BERTH_EGRESS_PROXY_URL", EGRESS_PROXY_URL);
+	for (size_t i = 0; a->github && github_app_env[i]; i++) {
+		const char *eq = strchr(github_app_env[i], '=');
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - github_app_env[i]),
+			 github_app_env[i]);
+		env_set(e, name, eq + 1);
+	}
 	n_own = e->n;
 	/* An app's own secrets win over the shared ones: add them first. */
 	env_add_secrets(e, json_object_get(json_object_get(apps_secrets, "apps"), a->name), n_own);
@@ -761,6 +868,13 @@ static void launch_rest(void)
 		launch_none_started();
 }
 
+/* A broker is ready, or not: the apps start once every broker has answered. */
+static void broker_done(void)
+{
+	if (--brokers_pending == 0)
+		launch_rest();
+}
+
 static void on_egress_ready(bool ok, const char *why, void *userdata)
 {
 	if (!ok && egress_app >= 0) {
@@ -768,19 +882,38 @@ static void on_egress_ready(bool ok, const char *why, void *userdata)
 							  apps[egress_app].name, "reason", why));
 		refuse(&apps[egress_app], NULL, why);
 	}
-	launch_rest();
+	broker_done();
+}
+
+static void on_github_ready(bool ok, const char *why, void *userdata)
+{
+	if (!ok && github_app >= 0) {
+		journal_event("github_refused", json_pack("{s:[s], s:s}", "apps",
+							  apps[github_app].name, "reason", why));
+		refuse(&apps[github_app], NULL, why);
+	}
+	broker_done();
 }
 
 void apps_launch(void (*none_started)(void))
 {
+	bool egress = egress_app >= 0 && apps[egress_app].state == APP_PENDING;
+	bool github = github_app >= 0 && apps[github_app].state == APP_PENDING;
+
 	launch_none_started = none_started;
-	/* The broker first: the egress app's first request must find it listening. */
-	if (egress_app >= 0 && apps[egress_app].state == APP_PENDING) {
-		launching = true;
-		egress_start(on_egress_ready, NULL);
+	/* The brokers first: an app's first request must find its broker listening. */
+	if (!egress && !github) {
+		launch_rest();
 		return;
 	}
-	launch_rest();
+	launching = true;
+	/* Counted before either starts: a start that fails at once answers from here. */
+	brokers_pending = egress + github + 1;
+	if (egress)
+		egress_start(on_egress_ready, NULL);
+	if (github)
+		github_start(apps_secrets, on_github_ready, NULL);
+	broker_done();
 }
 
 int apps_setup_egress(EvLoop *loop, MuxIo *io)
@@ -793,6 +926,22 @@ int apps_setup_egress(EvLoop *loop, MuxIo *io)
 	a = &apps[egress_app];
 	if (egress_setup(loop, io, a->name, a->conf.policy_path, why, sizeof(why)) < 0) {
 		journal_event("egress_refused",
+			      json_pack("{s:[s], s:s}", "apps", a->name, "reason", why));
+		refuse(a, NULL, why);
+	}
+	return 0;
+}
+
+int apps_setup_github(EvLoop *loop, MuxIo *io)
+{
+	char why[512];
+	App *a;
+
+	if (github_app < 0 || apps[github_app].state != APP_PENDING)
+		return 0;
+	a = &apps[github_app];
+	if (github_setup(loop, io, a->name, a->uid, a->conf.policy_path, why, sizeof(why)) < 0) {
+		journal_event("github_refused",
 			      json_pack("{s:[s], s:s}", "apps", a->name, "reason", why));
 		refuse(a, NULL, why);
 	}

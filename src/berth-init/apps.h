@@ -30,10 +30,12 @@ int apps_listen_rpc(MuxIo *io);
 /* The egress broker's directory, policies and dial socket (routed to @io), when one app
  * declares egress; a failure refuses that app, never the VM. */
 int apps_setup_egress(EvLoop *loop, MuxIo *io);
+/* The same for the GitHub broker, when one app declares github:. */
+int apps_setup_github(EvLoop *loop, MuxIo *io);
 /* Route the published ports of the boot plan to their apps' listeners (publish-relay.h),
  * once the apps that will not start are known. */
 int apps_setup_publish(MuxIo *io);
-/* Start every app, after the egress broker listens when one is needed. @none_started is
+/* Start every app, after the egress and GitHub brokers listen when they are needed. @none_started is
  * called (from here, or later from the loop) when no app could start. */
 void apps_launch(void (*none_started)(void));
 /* A child exited (from the SIGCHLD reaper). Returns true when it was an app. */

@@ -63,6 +63,12 @@ static void control_on_line(LineConn *c, char *line, size_t len, void *userdata)
 		if (handlers.status)
 			handlers.status(r, handlers.userdata);
 		reply(c, r);
+	} else if (streq(op, "resume") && handlers.resume) {
+		char err[256] = "";
+		int r = handlers.resume(req, err, sizeof(err), handlers.userdata);
+
+		reply(c, r < 0 ? json_pack("{s:s, s:b, s:s}", "op", "resume", "ok", 0, "error", err)
+			       : json_pack("{s:s, s:b}", "op", "resume", "ok", 1));
 	} else if (streq(op, "shutdown")) {
 		reply(c, json_pack("{s:s, s:b}", "op", "shutdown", "ok", 1));
 		if (handlers.shutdown)

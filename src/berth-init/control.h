@@ -27,6 +27,8 @@ typedef struct ControlHandlers {
 	void (*status)(json_t *reply, void *userdata);
 	/* The host asked for a shutdown. */
 	void (*shutdown)(void *userdata);
+	/* The host's resume request (resume.h): 0, or -errno with why in @err. */
+	int (*resume)(const json_t *req, char *err, size_t errlen, void *userdata);
 	void *userdata;
 } ControlHandlers;
 

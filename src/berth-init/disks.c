@@ -14,13 +14,18 @@
 #include "disks.h"
 #include "fileio.h"
 #include "macros.h"
+#include "resume.h"
 
 int disk_find_by_serial(const char *serial, char *ret, size_t size)
 {
-	DIR *d = opendir("/sys/block");
+	DIR *d;
 	struct dirent *de;
 	int r = -ENOENT;
 
+	/* A restored VM's placeholders (the template's) are not its disks. */
+	if (!resume_disk_real(serial))
+		return -ENOENT;
+	d = opendir("/sys/block");
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {

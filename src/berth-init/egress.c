@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "egress.h"
 #include "fileio.h"
 #include "journal.h"
@@ -24,48 +25,22 @@
 #define BROKER_POLICY EGRESS_DIR "/broker-policy.json"
 #define BROKER_TMP "/tmp/" EGRESS_USER
 #define BROKER_PORT 8090
-#define AGENT_INIT "/usr/sbin/agent-init"
-#define LINE_MAX_BYTES (16 * 1024)
-#define READY_TIMEOUT_USEC (30 * USEC_PER_SEC)
-#define READY_LINE "[egress-broker] listening on "
-
-typedef enum BrokerState {
-	BROKER_NONE,
-	BROKER_STARTING,
-	BROKER_READY,
-	BROKER_EXITED,
-	_BROKER_STATE_MAX,
-} BrokerState;
-
-static const char *const broker_state_names[_BROKER_STATE_MAX] = {
-	[BROKER_NONE] = "none",
-	[BROKER_STARTING] = "starting",
-	[BROKER_READY] = "ready",
-	[BROKER_EXITED] = "exited",
-};
-
-typedef struct Stream {
-	const char *name; /* "stdout" or "stderr" */
-	int fd;
-	EvSource *source;
-	char buf[LINE_MAX_BYTES];
-	size_t len;
-} Stream;
 
 static struct {
 	EvLoop *loop;
-	MuxIo *io;
-	char app[33];
-	int listen_fd;
-	EvSource *listen_source;
-	BrokerState state;
-	pid_t pid;
-	Stream out, err;
-	EvSource *timer;
-	egress_ready_t cb;
-	void *userdata;
-	unsigned long dials;
-} eg = {.listen_fd = -EBADF, .out.fd = -EBADF, .err.fd = -EBADF};
+	Daemon daemon;
+	DialSocket dial;
+} eg = {
+	.daemon = {.name = "egress-broker",
+		   .title = "egress broker",
+		   .binary = EGRESS_BROKER,
+		   .user = EGRESS_USER,
+		   .uid = EGRESS_UID,
+		   .policy = BROKER_POLICY,
+		   .ready_line = "[egress-broker] listening on ",
+		   .listen = "127.0.0.1:8090"},
+	.dial = {.fd = -EBADF},
+};
 
 bool egress_policy_declares(const CapabilityPolicy *policy)
 {
@@ -76,64 +51,6 @@ bool egress_policy_declares(const CapabilityPolicy *policy)
 			return true;
 	}
 	return false;
-}
-
-/* Call the ready callback once. */
-static void ready_done(bool ok, const char *why)
-{
-	egress_ready_t cb = eg.cb;
-
-	eg.cb = NULL;
-	eg.timer = ev_source_free(eg.timer);
-	if (cb)
-		cb(ok, why, eg.userdata);
-}
-
-/* --- the dial socket ------------------------------------------------------------- */
-
-static int on_dial_accept(EvSource *s, int fd, uint32_t revents, void *userdata)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	int c, r;
-
-	c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (c < 0)
-		return 0;
-	/* The socket's mode already keeps everyone but root and the broker out; this says
-	 * so again where it cannot be chmod-ed away. */
-	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
-	    (cred.uid != 0 && cred.uid != EGRESS_UID)) {
-		close(c);
-		return 0;
-	}
-	/* One connection, one stream to the host's dialer; mux_io owns the fd from here and
-	 * closes it if the stream cannot be opened (no channel, the stream cap). */
-	r = mux_io_open_bridge(eg.io, MUX_PORT_EGRESS, c);
-	if (r >= 0)
-		eg.dials++;
-	return 0;
-}
-
-static int listen_dial_socket(void)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, r;
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", DIAL_SOCKET);
-	(void)unlink(DIAL_SOCKET);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chown(DIAL_SOCKET, 0, EGRESS_UID) < 0 || chmod(DIAL_SOCKET, 0660) < 0 ||
-	    listen(fd, 64) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	eg.listen_fd = fd;
-	return ev_add_io(eg.loop, &eg.listen_source, fd, EPOLLIN, on_dial_accept, NULL);
 }
 
 /* --- setup ------------------------------------------------------------------------ */
@@ -176,8 +93,7 @@ int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_pa
 	int r;
 
 	eg.loop = loop;
-	eg.io = io;
-	snprintf(eg.app, sizeof(eg.app), "%s", app);
+	snprintf(eg.daemon.app, sizeof(eg.daemon.app), "%s", app);
 	if (mkdir(EGRESS_DIR, 0750) < 0 && errno != EEXIST)
 		return fail(why, whylen, "cannot create %s: %s", EGRESS_DIR, strerror(errno));
 	if (chown(EGRESS_DIR, 0, EGRESS_UID) < 0 || chmod(EGRESS_DIR, 0750) < 0)
@@ -198,7 +114,7 @@ int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_pa
 	if ((mkdir(BROKER_TMP, 0700) < 0 && errno != EEXIST) ||
 	    chown(BROKER_TMP, EGRESS_UID, EGRESS_UID) < 0 || chmod(BROKER_TMP, 0700) < 0)
 		return fail(why, whylen, "cannot create %s: %s", BROKER_TMP, strerror(errno));
-	r = listen_dial_socket();
+	r = dial_socket_listen(loop, io, DIAL_SOCKET, EGRESS_UID, &eg.dial);
 	if (r < 0)
 		return fail(why, whylen, "cannot serve %s: %s", DIAL_SOCKET, strerror(-r));
 	return 0;
@@ -206,173 +122,32 @@ int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_pa
 
 /* --- the process ------------------------------------------------------------------- */
 
-static void stream_line(Stream *s, const char *line, size_t len)
-{
-	journal_log("egress-broker", s->name, line, len);
-	if (eg.state == BROKER_STARTING && streq(s->name, "stderr") && len > strlen(READY_LINE) &&
-	    strneq(line, READY_LINE, strlen(READY_LINE))) {
-		eg.state = BROKER_READY;
-		journal_event("daemon_started",
-			      json_pack("{s:s, s:i, s:i, s:s, s:s}", "daemon", "egress-broker",
-					"pid", (int)eg.pid, "uid", EGRESS_UID, "app", eg.app,
-					"listen", "127.0.0.1:8090"));
-		ready_done(true, NULL);
-	}
-}
-
-static int on_stream(EvSource *src, int fd, uint32_t revents, void *userdata)
-{
-	Stream *s = userdata;
-	ssize_t n = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
-	size_t start = 0;
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n <= 0) {
-		if (s->len > 0)
-			stream_line(s, s->buf, s->len);
-		s->len = 0;
-		s->source = ev_source_free(s->source);
-		s->fd = safe_close(s->fd);
-		return 0;
-	}
-	s->len += (size_t)n;
-	for (size_t i = 0; i < s->len; i++)
-		if (s->buf[i] == '\n') {
-			stream_line(s, s->buf + start, i - start);
-			start = i + 1;
-		}
-	if (start == 0 && s->len == sizeof(s->buf)) {
-		stream_line(s, s->buf, s->len);
-		s->len = 0;
-		return 0;
-	}
-	memmove(s->buf, s->buf + start, s->len - start);
-	s->len -= start;
-	return 0;
-}
-
-static void build_env(char **env, size_t max)
-{
-	const char *boot = getenv("BERTH_BOOT_ID");
-	char uid[16];
-	size_t n = 0;
-
-	snprintf(uid, sizeof(uid), "%u", EGRESS_UID);
-#define ADD(k, v)                                                         \
-	do {                                                              \
-		if (n + 1 < max && asprintf(&env[n], "%s=%s", k, v) >= 0) \
-			n++;                                              \
-	} while (0)
-	ADD("PATH", "/usr/sbin:/usr/bin:/bin");
-	ADD("LANG", "C.UTF-8");
-	ADD("HOME", BROKER_TMP);
-	ADD("TMPDIR", BROKER_TMP);
-	ADD("BERTH_BOOT_ID", boot ? boot : "unknown");
-	ADD("BERTH_REQUIRE_ENFORCEMENT", "1");
-	ADD("BERTH_CAPABILITY_POLICY", BROKER_POLICY);
-	ADD("BERTH_APP_UID", uid);
-	ADD("BERTH_APP_GID", uid);
-	ADD("BERTH_EGRESS_POLICY", POLICY_COPY);
-	ADD("BERTH_EGRESS_DIALER_SOCKET", DIAL_SOCKET);
-	ADD("BERTH_EGRESS_BROKER_PORT", "8090");
-#undef ADD
-	env[n] = NULL;
-}
-
-static _noreturn_ void exec_broker(int out_fd, int err_fd)
-{
-	char *env[16];
-	sigset_t none;
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-	/* berth-init blocks the signals its loop reads through a signalfd; a child must not
-	 * inherit that. */
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	build_env(env, ELEMENTSOF(env));
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
-	    dup2(err_fd, STDERR_FILENO) < 0)
-		_exit(126);
-	setsid();
-	if (chdir("/") < 0)
-		_exit(126);
-	execle(AGENT_INIT, "agent-init", EGRESS_BROKER, (char *)NULL, env);
-	dprintf(STDERR_FILENO, "[berth-init] cannot exec %s: %m\n", AGENT_INIT);
-	_exit(127);
-}
-
-static int on_ready_timeout(EvSource *s, uint64_t usec, void *userdata)
-{
-	if (eg.state != BROKER_STARTING)
-		return 0;
-	(void)kill(eg.pid, SIGKILL);
-	ready_done(false, "the egress broker did not say it was listening within 30 s");
-	return 0;
-}
-
 void egress_start(egress_ready_t cb, void *userdata)
 {
-	int out[2] = {-EBADF, -EBADF}, err[2] = {-EBADF, -EBADF};
-	pid_t pid;
+	static const char *const extra[] = {
+		"BERTH_EGRESS_POLICY=" POLICY_COPY,
+		"BERTH_EGRESS_DIALER_SOCKET=" DIAL_SOCKET,
+		"BERTH_EGRESS_BROKER_PORT=8090",
+		NULL,
+	};
 
-	eg.cb = cb;
-	eg.userdata = userdata;
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-		safe_close(out[0]);
-		safe_close(out[1]);
-		ready_done(false, "cannot make pipes for the egress broker");
-		return;
-	}
-	pid = fork();
-	if (pid < 0) {
-		safe_close(out[0]);
-		safe_close(out[1]);
-		safe_close(err[0]);
-		safe_close(err[1]);
-		ready_done(false, "cannot fork the egress broker");
-		return;
-	}
-	if (pid == 0)
-		exec_broker(out[1], err[1]);
-	close(out[1]);
-	close(err[1]);
-	eg.pid = pid;
-	eg.state = BROKER_STARTING;
-	eg.out = (Stream){.name = "stdout", .fd = out[0]};
-	eg.err = (Stream){.name = "stderr", .fd = err[0]};
-	(void)fcntl(out[0], F_SETFL, O_NONBLOCK);
-	(void)fcntl(err[0], F_SETFL, O_NONBLOCK);
-	(void)ev_add_io(eg.loop, &eg.out.source, out[0], EPOLLIN, on_stream, &eg.out);
-	(void)ev_add_io(eg.loop, &eg.err.source, err[0], EPOLLIN, on_stream, &eg.err);
-	(void)ev_add_time_relative(eg.loop, &eg.timer, READY_TIMEOUT_USEC, on_ready_timeout, NULL);
+	daemon_start(&eg.daemon, eg.loop, extra, NULL, cb, userdata);
 }
 
 bool egress_child_exited(pid_t pid, int status)
 {
-	json_t *ev;
-
-	if (eg.pid <= 0 || pid != eg.pid || eg.state == BROKER_EXITED)
+	if (!daemon_child_exited(&eg.daemon, pid, status))
 		return false;
-	eg.state = BROKER_EXITED;
-	ev = json_pack("{s:s, s:i}", "daemon", "egress-broker", "pid", (int)pid);
-	if (WIFEXITED(status))
-		json_object_set_new(ev, "exitCode", json_integer(WEXITSTATUS(status)));
-	else
-		json_object_set_new(ev, "signal", json_integer(WTERMSIG(status)));
-	journal_event("daemon_exited", ev);
 	/* Nothing dials any more; a dial socket left open would only collect connections. */
-	eg.listen_source = ev_source_free(eg.listen_source);
-	eg.listen_fd = safe_close(eg.listen_fd);
-	ready_done(false, "the egress broker exited before it was listening (its log says why)");
+	dial_socket_close(&eg.dial);
 	return true;
 }
 
 json_t *egress_status(void)
 {
-	if (eg.state == BROKER_NONE)
+	if (eg.daemon.state == DAEMON_NONE)
 		return NULL;
-	return json_pack("{s:s, s:s, s:i, s:I}", "app", eg.app, "state",
-			 broker_state_names[eg.state], "pid", (int)eg.pid, "dials",
-			 (json_int_t)eg.dials);
+	return json_pack("{s:s, s:s, s:i, s:I}", "app", eg.daemon.app, "state",
+			 daemon_state_name(eg.daemon.state), "pid", (int)eg.daemon.pid, "dials",
+			 (json_int_t)eg.dial.dials);
 }

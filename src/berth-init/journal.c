@@ -168,6 +168,13 @@ void journal_clear_log_reader(void *userdata)
 	}
 }
 
+void journal_restart(void)
+{
+	linebuf_free(events);
+	linebuf_free(logs);
+	(void)journal_init();
+}
+
 void journal_replay_logs(JournalSink sink, void *userdata)
 {
 	if (logs)

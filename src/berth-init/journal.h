@@ -39,3 +39,5 @@ void journal_replay_events(JournalSink sink, void *userdata);
 void journal_set_log_reader(JournalSink sink, void *userdata, void (*on_replaced)(void *userdata));
 void journal_clear_log_reader(void *userdata);
 void journal_replay_logs(JournalSink sink, void *userdata);
+/* Forget the events and lines kept so far (a restored VM's start from the template's). */
+void journal_restart(void);

@@ -32,10 +32,12 @@
 #include "egress.h"
 #include "evloop.h"
 #include "fileio.h"
+#include "github.h"
 #include "journal.h"
 #include "macros.h"
 #include "missing-landlock.h"
 #include "mux-io.h"
+#include "resume.h"
 #include "secrets.h"
 
 #define MUX_PORT_NAME "berth.mux"
@@ -198,16 +200,55 @@ static int start_mux(void)
 
 static void status_reply(json_t *reply, void *userdata)
 {
-	json_t *egress = egress_status();
+	json_t *egress = egress_status(), *github = github_status();
 
 	json_object_set_new(reply, "apps", apps_status());
 	json_object_set_new(reply, "shuttingDown", json_boolean(init.shutting_down));
 	json_object_set_new(reply, "uptimeMs", json_integer(journal_uptime_ms()));
 	if (egress)
 		json_object_set_new(reply, "egress", egress);
+	if (github)
+		json_object_set_new(reply, "github", github);
 }
 
 static void begin_shutdown(const char *reason);
+
+/* The host's resume request, in a template boot's wait (resume.h). */
+static int resume_requested(const json_t *req, char *err, size_t errlen, void *userdata)
+{
+	long long template_ms = journal_uptime_ms();
+	int r = resume_apply(req, err, errlen);
+
+	if (r < 0) {
+		journal_logf("resume refused: %s", err);
+		return r;
+	}
+	/* What the journal holds so far is the template's boot, not this VM's. */
+	journal_restart();
+	journal_event("restored", json_pack("{s:I}", "templateUptimeMs", (json_int_t)template_ms));
+	ev_exit(init.loop, 0);
+	return 0;
+}
+
+/*
+ * A template boot: nothing of an app, nothing from a disk but the root image. Say so on
+ * the console, where berth-vmm waits for it to save the VM, and wait for the host's
+ * resume request, which every VM restored from the snapshot gets.
+ */
+static int template_phase(void)
+{
+	journal_event("template_ready", NULL);
+	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);
+	while (!resume_done()) {
+		int r = ev_loop(init.loop);
+
+		if (init.shutting_down)
+			return -ECANCELED;
+		if (r < 0 && !resume_done())
+			journal_logf("event loop failed (%s) while waiting to be resumed", strerror(-r));
+	}
+	return 0;
+}
 
 static void no_app_started(void)
 {
@@ -226,8 +267,8 @@ static void reap_children(void)
 
 	/* PID 1 inherits every orphan: reap them all, known or not. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		if (!apps_child_exited(pid, status))
-			(void)egress_child_exited(pid, status);
+		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status))
+			(void)github_child_exited(pid, status);
 }
 
 static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userdata)
@@ -298,6 +339,8 @@ static int setup_apps(void)
 		r = apps_listen_rpc(init.mux);
 	if (r >= 0)
 		r = apps_setup_egress(init.loop, init.mux);
+	if (r >= 0)
+		r = apps_setup_github(init.loop, init.mux);
 	if (r >= 0)
 		r = apps_setup_publish(init.mux);
 	return r;
@@ -426,7 +469,9 @@ int main(void)
 {
 	static const int signals[] = {SIGCHLD, SIGTERM, SIGINT, SIGPWR};
 	char cgroup_opts[64];
-	ControlHandlers handlers = {.status = status_reply, .shutdown = shutdown_requested};
+	ControlHandlers handlers = {.status = status_reply,
+				    .shutdown = shutdown_requested,
+				    .resume = resume_requested};
 	int r;
 
 	if (getpid() != 1) {
@@ -452,6 +497,13 @@ int main(void)
 		init.exit_code = 1;
 		init.power_off_reason = "boot failed";
 		finish_phase();
+	}
+	if (resume_is_template()) {
+		r = template_phase();
+		if (r < 0)
+			finish_phase();
+		/* This VM's own record starts here. */
+		boot_start(cgroup_opts);
 	}
 	r = init_phase();
 	if (r < 0) {

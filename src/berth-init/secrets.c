@@ -12,7 +12,11 @@
 #include "boot-disk.h"
 #include "secrets.h"
 
-#define MAGIC "BERTHSEC1\n"
+/* Version 1: shared and apps. Version 2 adds daemons, the secrets of a broker berth-init
+ * starts (the GitHub broker's GITHUB_TOKEN), which no app receives. */
+#define MAGIC_V1 "BERTHSEC1\n"
+#define MAGIC_V2 "BERTHSEC2\n"
+#define MAGIC_LEN 10
 
 static int secrets_name_valid(const char *name)
 {
@@ -66,13 +70,21 @@ int secrets_parse(const char *buf, size_t len, json_t **ret, char *err, size_t e
 	size_t body, end;
 	const char *key, *app;
 	json_t *v, *apps;
-	int r;
+	int version, r;
 
-	if (len > SECRETS_MAX_BYTES || len < strlen(MAGIC) || memcmp(buf, MAGIC, strlen(MAGIC))) {
-		snprintf(err, errlen, "secrets disk: not a BERTHSEC1 image");
+	if (len > SECRETS_MAX_BYTES || len < MAGIC_LEN) {
+		snprintf(err, errlen, "secrets disk: not a BERTHSEC1 or BERTHSEC2 image");
 		return -EBADMSG;
 	}
-	body = strlen(MAGIC);
+	if (memcmp(buf, MAGIC_V1, MAGIC_LEN) == 0)
+		version = 1;
+	else if (memcmp(buf, MAGIC_V2, MAGIC_LEN) == 0)
+		version = 2;
+	else {
+		snprintf(err, errlen, "secrets disk: not a BERTHSEC1 or BERTHSEC2 image");
+		return -EBADMSG;
+	}
+	body = MAGIC_LEN;
 	end = body;
 	while (end < len && buf[end] != '\0')
 		end++;
@@ -89,7 +101,8 @@ int secrets_parse(const char *buf, size_t len, json_t **ret, char *err, size_t e
 		return -EBADMSG;
 	}
 	json_object_foreach(doc, key, v) {
-		if (!streq(key, "shared") && !streq(key, "apps")) {
+		if (!streq(key, "shared") && !streq(key, "apps") &&
+		    !(version >= 2 && streq(key, "daemons"))) {
 			snprintf(err, errlen, "secrets disk: unknown top-level key");
 			return -EBADMSG;
 		}
@@ -99,25 +112,35 @@ int secrets_parse(const char *buf, size_t len, json_t **ret, char *err, size_t e
 		if (r < 0)
 			return r;
 	}
-	apps = json_object_get(doc, "apps");
-	if (apps && !json_is_object(apps)) {
-		snprintf(err, errlen, "secrets disk: apps is not an object");
-		return -EBADMSG;
-	}
-	json_object_foreach(apps, app, v) {
-		char where[96];
+	for (size_t k = 0; k < 2; k++) {
+		const char *scope = k == 0 ? "apps" : "daemons";
 
-		if (!app_name_valid(app)) {
-			snprintf(err, errlen, "secrets disk: invalid app name");
+		apps = json_object_get(doc, scope);
+		if (apps && !json_is_object(apps)) {
+			snprintf(err, errlen, "secrets disk: %s is not an object", scope);
 			return -EBADMSG;
 		}
-		snprintf(where, sizeof(where), "apps.%s", app);
-		r = check_env_object(v, where, err, errlen);
-		if (r < 0)
-			return r;
+		json_object_foreach(apps, app, v) {
+			char where[96];
+
+			if (!app_name_valid(app)) {
+				snprintf(err, errlen, "secrets disk: invalid %s name",
+					 k == 0 ? "app" : "daemon");
+				return -EBADMSG;
+			}
+			snprintf(where, sizeof(where), "%s.%s", scope, app);
+			r = check_env_object(v, where, err, errlen);
+			if (r < 0)
+				return r;
+		}
 	}
 	*ret = TAKE_PTR(doc);
 	return 0;
+}
+
+const json_t *secrets_for_daemon(const json_t *secrets, const char *daemon)
+{
+	return json_object_get(json_object_get(secrets, "daemons"), daemon);
 }
 
 int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, char *err,
@@ -171,13 +194,24 @@ static json_t *names_of(const json_t *o)
 	return arr;
 }
 
+static json_t *scope_names(const json_t *scope)
+{
+	json_t *out = json_object(), *v;
+	const char *name;
+
+	json_object_foreach((json_t *)scope, name, v)
+		json_object_set_new(out, name, names_of(v));
+	return out;
+}
+
 json_t *secrets_names(const json_t *secrets)
 {
-	json_t *apps = json_object(), *v;
-	const char *app;
+	json_t *o = json_pack("{s:o, s:o}", "apps", scope_names(json_object_get(secrets, "apps")),
+			      "shared", names_of(json_object_get(secrets, "shared")));
 
-	json_object_foreach(json_object_get(secrets, "apps"), app, v)
-		json_object_set_new(apps, app, names_of(v));
-	return json_pack("{s:o, s:o}", "apps", apps, "shared",
-			 names_of(json_object_get(secrets, "shared")));
+	/* Only when there is one: the event reads as it always has for a disk without. */
+	if (o && json_object_size(json_object_get(secrets, "daemons")) > 0)
+		json_object_set_new(o, "daemons",
+				    scope_names(json_object_get(secrets, "daemons")));
+	return o;
 }

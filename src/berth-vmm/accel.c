@@ -228,7 +228,7 @@ static void probe_boot(AccelHost *h, Accel accel, long long deadline_ms, AccelTr
 		.cpus = 2,
 		.mem_mib = 512,
 		.accel = accel,
-		.console_capture = true,
+		.incoming_fd = -EBADF,
 		.qemu_binary = h->qemu,
 		.extra_cmdline = "berth.probe=1",
 		.host_sandbox = h->host_sandbox,

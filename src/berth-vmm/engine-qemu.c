@@ -118,7 +118,7 @@ static void argv_free(char **argv)
 static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 {
 	const Artifacts *art = cfg->artifacts;
-	_cleanup_free_ char *cmdline = vm_kernel_cmdline(cfg);
+	_cleanup_free_ char *cmdline = cfg->cmdline ? strdup(cfg->cmdline) : vm_kernel_cmdline(cfg);
 	ArgvBuilder b = {};
 	char **argv;
 
@@ -161,14 +161,7 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	arg(&b, "-append");
 	arg(&b, "%s", cmdline);
 	arg(&b, "-chardev");
-	if (cfg->console_path) {
-		_cleanup_free_ char *path = qemu_opt_value(cfg->console_path);
-
-		if (!path)
-			b.error = -ENOMEM;
-		arg(&b, "file,id=console,path=%s", path ?: "");
-	} else
-		arg(&b, "stdio,id=console,signal=off");
+	arg(&b, "stdio,id=console,signal=off");
 	arg(&b, "-serial");
 	arg(&b, "chardev:console");
 	arg(&b, "-drive");
@@ -198,6 +191,20 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 		arg(&b, "socket,id=port%zu,path=%s,server=on,wait=off", i, path ?: "");
 		arg(&b, "-device");
 		arg(&b, "virtserialport,chardev=port%zu,name=%s", i, cfg->ports[i].name);
+	}
+	if (cfg->qmp_path) {
+		_cleanup_free_ char *path = qemu_opt_value(cfg->qmp_path);
+
+		if (!path)
+			b.error = -ENOMEM;
+		arg(&b, "-qmp");
+		arg(&b, "unix:%s,server=on,wait=off", path ?: "");
+	}
+	/* Restored, the VM starts paused, as it was saved: the supervisor resumes it once the
+	 * whole snapshot is read and its hash checked. */
+	if (cfg->incoming_fd >= 0) {
+		arg(&b, "-incoming");
+		arg(&b, "fd:%d", cfg->incoming_fd);
 	}
 	argv = b.error ? NULL : calloc(b.n + 1, sizeof(char *));
 	if (!argv) {
@@ -242,7 +249,7 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 	/* QEMU says why a VM died on standard error (a KVM internal error leaves it alive
 	 * but paused): the supervisor reads it rather than letting it go by. */
 	if (pipe2(err_pipe, O_CLOEXEC) < 0 ||
-	    (cfg->console_capture && !cfg->console_path && pipe2(con_pipe, O_CLOEXEC) < 0)) {
+	    pipe2(con_pipe, O_CLOEXEC) < 0) {
 		r = -errno;
 		close_pair(err_pipe);
 		return r;
@@ -270,6 +277,8 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 			keep_fd(cfg->artifacts->a[k].fd);
 		for (size_t i = 0; i < cfg->n_disks; i++)
 			keep_fd(cfg->disks[i].fd);
+		if (cfg->incoming_fd >= 0)
+			keep_fd(cfg->incoming_fd);
 		/* berth-vmm blocks the signals its event loop reads from a signalfd; QEMU must
 		 * get SIGTERM and SIGINT as any process does. */
 		sigset_t none;

@@ -44,10 +44,14 @@ typedef struct VmConfig {
 	unsigned mem_mib;
 	Accel accel;
 	long tsc_khz;		  /* TCG only; see tsc.h */
-	const char *console_path; /* kernel console file, or NULL for QEMU's standard output */
-	bool console_capture; /* with no console_path: the console on a pipe, Engine.console_fd */
+	/* The kernel console is QEMU's standard output, a pipe the supervisor reads
+	 * (Engine.console_fd): it decides what of it a file on the host keeps. */
+	const char *qmp_path; /* QEMU's QMP socket (saving and restoring), or NULL for none */
+	int incoming_fd;      /* >= 0: restore from this descriptor (-incoming fd:N) */
 	const char *qemu_binary;
 	const char *extra_cmdline; /* pinned options only; never secrets */
+	const char *cmdline;	   /* the whole kernel command line instead (a restore: the
+				    * template's), or NULL */
 	VmDisk disks[VM_DISKS_MAX];
 	size_t n_disks;
 	VmPort ports[VM_PORTS_MAX];
@@ -71,7 +75,7 @@ struct Engine {
 	pid_t pid;
 	int pidfd;
 	int stderr_fd;	/* read end of QEMU's standard error: where it says why it failed */
-	int console_fd; /* read end of the console when VmConfig.console_capture */
+	int console_fd; /* read end of the console, QEMU's standard output */
 	Accel accel;
 	char **argv;
 };

@@ -360,8 +360,13 @@ static int allow_vm_files(HostConfinement *c, const VmConfig *cfg)
 
 	for (int k = 0; k < _ARTIFACT_KIND_MAX && r >= 0; k++)
 		r = allow_fd(c, cfg->artifacts->a[k].fd, FS_READ, cfg->artifacts->a[k].path);
+	/* A read-write disk may be truncated too: a restore tells the template's kernel the
+	 * state disk's size with block_resize, which truncates it to the size it has. */
 	for (size_t i = 0; i < cfg->n_disks && r >= 0; i++)
-		r = allow_fd(c, cfg->disks[i].fd, FS_READ | (cfg->disks[i].readonly ? 0 : FS_WRITE),
+		r = allow_fd(c, cfg->disks[i].fd,
+			     FS_READ | (cfg->disks[i].readonly
+						? 0
+						: FS_WRITE | LANDLOCK_ACCESS_FS_TRUNCATE),
 			     cfg->disks[i].serial);
 	/* QEMU creates each channel socket (and may not remove anything there). */
 	for (size_t i = 0; i < cfg->n_ports && r >= 0; i++) {
@@ -370,16 +375,12 @@ static int allow_vm_files(HostConfinement *c, const VmConfig *cfg)
 		r = dir ? allow_path(c, dirname(dir), LANDLOCK_ACCESS_FS_MAKE_SOCK, false)
 			: log_error_errno(-ENOMEM, "out of memory");
 	}
-	if (r >= 0 && cfg->console_path) {
-		/* Made here, so that QEMU needs only to write (and truncate) it, not to create
-		 * files next to it. */
-		_cleanup_close_ int fd =
-			open(cfg->console_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	/* And its QMP socket, in the run dir too. */
+	if (r >= 0 && cfg->qmp_path) {
+		_cleanup_free_ char *dir = strdup(cfg->qmp_path);
 
-		if (fd < 0)
-			return log_error_errno(errno, "cannot create the console file %s: %m",
-					       cfg->console_path);
-		r = allow_fd(c, fd, FS_WRITE | LANDLOCK_ACCESS_FS_TRUNCATE, cfg->console_path);
+		r = dir ? allow_path(c, dirname(dir), LANDLOCK_ACCESS_FS_MAKE_SOCK, false)
+			: log_error_errno(-ENOMEM, "out of memory");
 	}
 	if (r >= 0 && cfg->accel == ACCEL_KVM)
 		r = allow_path(c, "/dev/kvm", FS_READ | FS_WRITE | LANDLOCK_ACCESS_FS_IOCTL_DEV,

@@ -60,16 +60,16 @@ int host_sandbox_check(bool disabled, HostSandbox *ret);
  * Read and execute: the QEMU binary and its dynamic loader. Read: the loader's library
  * directory (shared libraries, QEMU's modules), /etc/ld.so.cache, QEMU's data directory
  * (firmware), /dev/urandom; /dev/null read-write. Per file: the kernel, initrd and root
- * image, each disk (written only when it is read-write), the console file (created here
- * when missing; written and truncated). Where each channel socket goes (the run dir) QEMU
- * may create a socket and nothing else. /dev/kvm (with its ioctls) when the VM uses KVM.
+ * image, each disk (written only when it is read-write); no file to write its console to
+ * (that is a pipe). Where each channel socket and the QMP socket go (the run dir) QEMU may
+ * create a socket and nothing else. /dev/kvm (with its ioctls) when the VM uses KVM.
  * Network: socket() and socketpair() for AF_UNIX SOCK_STREAM and SOCK_SEQPACKET only
  * (EPERM otherwise), and no connect() at all (EPERM), since every socket QEMU has is a
  * server it made: it reaches no named unix socket on the host. No TCP (Landlock) and no
  * other family; abstract unix sockets and signals scoped to QEMU itself.
  * @hs: NULL or not enabled: *@ret is NULL and there is nothing to enter.
  * @cfg: the VM: qemu_binary (NULL: qemu-system-x86_64 in $PATH), the artifacts, disks,
- *       ports, console_path and accel.
+ *       ports, qmp_path and accel.
  * Logs what failed and returns -errno; *@ret is untouched then.
  */
 int host_sandbox_prepare_qemu(const HostSandbox *hs, const struct VmConfig *cfg,

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macros.h"
 #include "pins.h"
+#include "snapshot.h"
 #include "vmm.h"
 #include "vmm-run.h"
 
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
 {
 	log_setup("berth-vmm", LOG_LEVEL_INFO);
 	if (argc < 2) {
-		fprintf(stderr, "usage: berth-vmm run|accel|pins [options]\n");
+		fprintf(stderr, "usage: berth-vmm run|snapshot|accel|pins [options]\n");
 		return 2;
 	}
 	if (streq(argv[1], "pins"))
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
 		return vmm_run_main(argc - 1, argv + 1);
 	if (streq(argv[1], "accel"))
 		return vmm_accel_main(argc - 1, argv + 1);
-	log_error("unknown command '%s': use 'run', 'accel' or 'pins'", argv[1]);
+	if (streq(argv[1], "snapshot"))
+		return vmm_snapshot_main(argc - 1, argv + 1);
+	log_error("unknown command '%s': use 'run', 'snapshot', 'accel' or 'pins'", argv[1]);
 	return 2;
 }

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "egress-dialer.h"
@@ -29,9 +30,14 @@
 #include "macros.h"
 #include "mux-io.h"
 #include "paths.h"
+#include "qmp.h"
+#include "random-util.h"
 #include "rundir.h"
+#include "serve.h"
+#include "time-util.h"
 #include "vm-client.h"
 #include "vm-diag.h"
+#include "vm-json.h"
 #include "vmm-run.h"
 
 #define PENDING_MAX 64
@@ -43,6 +49,7 @@
 /* Of the guest console, console.log keeps this much: a guest (root in it, or its kernel)
  * writes it at will, and it is a file on the host. The rest is drained and counted. */
 #define CONSOLE_LOG_BYTES_MAX (32 * 1024 * 1024)
+#define RESTORE_TIMEOUT_MS (60 * 1000) /* QEMU reading a snapshot, and told to run */
 
 typedef struct Listener {
 	struct Serve *serve;
@@ -73,6 +80,7 @@ typedef struct Serve {
 	EvSource *connect_timer, *stop_timer, *watch_timer;
 	bool booted, powered_off, stop_requested, qemu_gone, failed;
 	bool answered; /* the guest's side of the channel came up at least once */
+	bool resume_sent, resumed; /* a restored VM: the resume request, and its answer */
 	/* Watching the boot: QEMU's standard error, the console file, and when anything last
 	 * moved; a boot that goes quiet for longer than --boot-stall-timeout is dead. */
 	LineSplit qemu_split, console_split;
@@ -339,11 +347,15 @@ static int listen_logs(Serve *s)
 	return log_fanout_new(s->loop, s->io, fd, &s->logs);
 }
 
+static bool take_resume_reply(Serve *s, const char *line, size_t len);
+
 static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
 {
 	Serve *s = userdata;
 	GuestEvent ev;
 
+	if (take_resume_reply(s, line, len))
+		return;
 	if (guest_event_read(&s->guest, line, len, &ev) == GUEST_EVENT_REFUSED)
 		return;
 	if (ev.log_len > 0)
@@ -388,6 +400,164 @@ static void on_event_close(LineConn *c, int error, void *userdata)
 		s->events = NULL;
 }
 
+/*
+ * A restored VM waits in the template's state until it is told what makes it its own
+ * (berth-init's resume.h): this boot's id, the time, fresh entropy for its kernel's RNG,
+ * and which of its disks are real. Sent first thing on the control port.
+ */
+static void send_resume(Serve *s)
+{
+	Vmm *v = s->vmm;
+	_cleanup_(json_decrefp) json_t *req = NULL;
+	_cleanup_free_ char *text = NULL;
+	uint8_t entropy[64];
+	char hex[2 * sizeof(entropy) + 1];
+	struct timespec ts;
+
+	if (!v->restore || s->resume_sent || !s->events)
+		return;
+	random_bytes(entropy, sizeof(entropy));
+	for (size_t i = 0; i < sizeof(entropy); i++)
+		snprintf(hex + 2 * i, 3, "%02x", entropy[i]);
+	explicit_bzero(entropy, sizeof(entropy));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	req = json_pack("{s:s, s:s, s:I, s:s, s:{s:b, s:b, s:I}}", "op", "resume", "bootId",
+			v->boot_id, "realtimeNs",
+			(json_int_t)ts.tv_sec * 1000000000 + (json_int_t)ts.tv_nsec, "entropy", hex,
+			"disks", "state", v->state_fd >= 0, "boot", 1, "apps",
+			(json_int_t)v->n_apps);
+	if (v->state_fd >= 0)
+		json_object_set_new(json_object_get(req, "disks"), "stateBytes",
+				    json_integer((json_int_t)v->state_size));
+	explicit_bzero(hex, sizeof(hex));
+	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	if (text && line_conn_write(s->events, text, strlen(text)) >= 0) {
+		s->resume_sent = true;
+		log_info("resuming the restored VM as boot %s", v->boot_id);
+	} else
+		fail_vm(s, "cannot send the restored VM its resume request");
+	if (text)
+		explicit_bzero(text, strlen(text));
+}
+
+/* The guest's answer to the resume request: nothing else runs in a VM that refused it. */
+static bool take_resume_reply(Serve *s, const char *line, size_t len)
+{
+	_cleanup_(json_decrefp) json_t *o = NULL;
+	char reason[512];
+
+	if (!s->resume_sent || s->resumed || !memmem(line, len, "\"op\":\"resume\"", 13))
+		return false;
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(o) || !streq(json_string_value(json_object_get(o, "op")) ?: "", "resume"))
+		return false;
+	if (json_is_true(json_object_get(o, "ok"))) {
+		s->resumed = true;
+		return true;
+	}
+	snprintf(reason, sizeof(reason), "the restored VM refused to resume: %.400s",
+		 json_string_value(json_object_get(o, "error")) ?: "no reason given");
+	fail_vm(s, reason);
+	return true;
+}
+
+/* QEMU's standard error so far, when it ended before it was read (a failed restore). */
+static void qemu_last_words(Vmm *v, char *buf, size_t size)
+{
+	ssize_t n = v->engine.stderr_fd >= 0 ? read(v->engine.stderr_fd, buf, size - 1) : -1;
+
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/*
+ * A restore: QEMU reads the snapshot, then waits, paused as the template was saved. Let it
+ * run once it has all of it.
+ */
+static int resume_qemu(Vmm *v, char *err, size_t errlen)
+{
+	_cleanup_(qmp_freep) Qmp *q = NULL;
+	int64_t deadline = now_ms() + RESTORE_TIMEOUT_MS;
+	int r;
+
+	r = qmp_connect(v->qmp_path, RESTORE_TIMEOUT_MS, &q);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot reach QEMU's QMP socket (%s)", strerror(-r));
+		return r;
+	}
+	for (;;) {
+		_cleanup_(json_decrefp) json_t *st = NULL;
+		const char *status;
+
+		r = qmp_execute(q, "query-status", NULL, RESTORE_TIMEOUT_MS, &st, err, errlen);
+		if (r < 0)
+			return r;
+		status = json_string_value(json_object_get(st, "status")) ?: "";
+		if (streq(status, "paused") || streq(status, "postmigrate") ||
+		    streq(status, "prelaunch"))
+			break;
+		if (streq(status, "running"))
+			return 0;
+		if (!streq(status, "inmigrate") || now_ms() > deadline) {
+			snprintf(err, errlen, "QEMU's restore ended as \"%s\"", status);
+			return -EIO;
+		}
+		usleep(5 * 1000);
+	}
+	/* The template's kernel saw the state disk at the placeholder's size: tell it the real
+	 * one (a config change it re-reads, and berth-init waits for). */
+	if (v->state_fd >= 0) {
+		_cleanup_(json_decrefp) json_t *args = json_pack(
+			"{s:s, s:I}", "device", "disk0", "size", (json_int_t)v->state_size);
+
+		r = args ? qmp_execute(q, "block_resize", args, RESTORE_TIMEOUT_MS, NULL, err, errlen)
+			 : -ENOMEM;
+		if (r < 0)
+			return r;
+	}
+	return qmp_execute(q, "cont", NULL, RESTORE_TIMEOUT_MS, NULL, err, errlen);
+}
+
+/* Start QEMU; a restore that fails falls back to a cold boot, and the snapshot is removed
+ * to be made again. */
+static int start_engine(Vmm *v)
+{
+	char err[1024], why[2048], last[512];
+	int status, r;
+
+	r = v->engine.ops->start(&v->engine, &v->vm);
+	if (r < 0)
+		return log_error_errno(r, "cannot start QEMU: %m");
+	if (!v->restore)
+		return 0;
+	/* QEMU has its own copy of the snapshot's descriptor. */
+	v->snapshot_fd = safe_close(v->snapshot_fd);
+	v->vm.incoming_fd = -EBADF;
+	r = resume_qemu(v, err, sizeof(err));
+	if (r >= 0)
+		return 0;
+	(void)v->engine.ops->stop(&v->engine);
+	(void)v->engine.ops->wait(&v->engine, &status);
+	qemu_last_words(v, last, sizeof(last));
+	engine_done(&v->engine);
+	engine_init(&v->engine, &engine_qemu_ops);
+	snprintf(why, sizeof(why), "the snapshot %.12s could not be restored (%s%s%s); it was removed, and "
+		 "`berth vm install` makes a new one",
+		 v->snapshot.sha256, err, last[0] ? "; QEMU: " : "", last);
+	log_warning("booting cold: %s", why);
+	snapshot_remove(v->snapshot.dir);
+	/* The sockets the first QEMU made: the next one may create, not remove. */
+	for (size_t i = 0; i < v->vm.n_ports; i++)
+		(void)unlink(v->vm.ports[i].socket_path);
+	if (v->qmp_path)
+		(void)unlink(v->qmp_path);
+	r = vmm_config_cold(v, why);
+	if (r < 0)
+		return r;
+	r = v->engine.ops->start(&v->engine, &v->vm);
+	return r < 0 ? log_error_errno(r, "cannot start QEMU: %m") : 0;
+}
+
 static int open_event_stream(Serve *s)
 {
 	int sp[2], r;
@@ -425,6 +595,7 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 		guest_events_restart(&s->guest);
 		if (open_event_stream(s) < 0)
 			log_warning("cannot follow the guest's boot events");
+		send_resume(s);
 		log_fanout_session_ready(s->logs);
 		if (s->stop_requested)
 			send_shutdown(s);
@@ -684,9 +855,9 @@ static int start(Serve *s)
 	}
 	v->vm.n_ports = 1;
 	set_state(s, "starting");
-	r = v->engine.ops->start(&v->engine, &v->vm);
+	r = start_engine(v);
 	if (r < 0)
-		return log_error_errno(r, "cannot start QEMU: %m");
+		return r;
 	log_info("QEMU started (pid %d, %s: %s)", (int)v->engine.pid, accel_to_string(v->vm.accel),
 		 v->accel.reason);
 	s->qemu_tail = linebuf_new(QEMU_TAIL_BYTES);

@@ -12,6 +12,7 @@
 #include "macros.h"
 #include "mux.h"
 #include "pins.h"
+#include "vm-json.h"
 #include "vmm-run.h"
 
 static json_t *artifact_json(const Artifact *a, const char *name)
@@ -75,6 +76,18 @@ static json_t *endpoints_json(const Vmm *v)
 	return o;
 }
 
+/* How this VM started: restored from which snapshot, or booted cold and why. */
+static json_t *boot_json(const Vmm *v)
+{
+	if (!v->restore)
+		return json_pack("{s:s, s:s}", "mode", "cold", "reason",
+				 v->boot_reason[0] ? v->boot_reason : "no snapshot");
+	return json_pack("{s:s, s:{s:s, s:I, s:s, s:s, s:o}}", "mode", "restored", "snapshot",
+			 "sha256", v->snapshot.sha256, "size", (json_int_t)v->snapshot.size,
+			 "createdAt", v->snapshot.created_at, "dir", v->snapshot.dir, "madeFrom",
+			 snapshot_key_to_json(&v->snapshot_key));
+}
+
 int vmm_write_state(Vmm *v, const char *state)
 {
 	_cleanup_(json_decrefp) json_t *doc = NULL;
@@ -95,7 +108,7 @@ int vmm_write_state(Vmm *v, const char *state)
 						"files", (json_int_t)v->apps[i].digest.files,
 						"bytes", (json_int_t)v->apps[i].digest.bytes,
 						"policySha256", v->apps[i].policy_sha256));
-	cmdline = vm_kernel_cmdline(&v->vm);
+	cmdline = v->vm.cmdline ? strdup(v->vm.cmdline) : vm_kernel_cmdline(&v->vm);
 	measurements =
 		json_pack("{s:o, s:o, s:o}", "kernel",
 			  artifact_json(&v->artifacts.a[ARTIFACT_KERNEL], "kernel"), "initrd",
@@ -129,6 +142,7 @@ int vmm_write_state(Vmm *v, const char *state)
 		json_object_set_new(doc, "enginePid", json_integer(v->engine.pid));
 	json_object_set_new(doc, "hostSandbox", host_sandbox_to_json(&v->host_sandbox));
 	json_object_set_new(doc, "accel", accel_choice_to_json(&v->accel));
+	json_object_set_new(doc, "boot", boot_json(v));
 	if (v->failure)
 		json_object_set_new(doc, "failure", json_pack("{s:s}", "reason", v->failure));
 	text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);

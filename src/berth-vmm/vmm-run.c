@@ -28,6 +28,7 @@
 #include "rundir.h"
 #include "time-util.h"
 #include "tsc.h"
+#include "serve.h"
 #include "vmm-run.h"
 
 /* Host sockets berth-vmm creates in the run dir; the longest decides the length check. */
@@ -39,15 +40,17 @@ static void usage(void)
 	printf("usage: berth-vmm run --name NAME [--app DIR]... [options]\n"
 	       "  --name NAME          the VM's name (its run dir is ~/.berth/run/vm/NAME)\n"
 	       "  --run-dir DIR        use DIR as the run dir instead\n"
-	       "  --app DIR            an app share (a directory with berth.yml); up to 64\n"
+	       "  --app DIR            an app share (a directory with berth.yml); up to 4\n"
 	       "  --state DISK         the state disk image (created sparse if missing)\n"
 	       "  --state-size MIB     its size when created (default 1024)\n"
-	       "  --secrets FILE       a BERTHSEC1 secrets image, attached read-only\n"
+	       "  --secrets FILE       a BERTHSEC1 or BERTHSEC2 secrets image, attached read-only\n"
 	       "  --cpus N --mem MIB   2 and 512 by default\n"
 	       "  --accel MODE         auto (the default: probe once per host boot, take KVM only\n"
 	       "                       where it boots, and faster than TCG), kvm or tcg; also\n"
 	       "                       BERTH_ACCEL and vm.accel in ~/.berth/config.json\n"
 	       "  --qemu PROGRAM       the QEMU to run (qemu-system-x86_64; BERTH_QEMU, vm.qemu)\n"
+	       "  --cold               boot the kernel even when a snapshot of this host's template\n"
+	       "                       could be restored (see berth-vmm snapshot)\n"
 	       "  --boot-stall-timeout SEC  fail a boot that shows no sign of life for SEC\n"
 	       "                       seconds (default 30; 0: never)\n"
 	       "  --artifacts DIR      where the pinned kernel and rootfs are installed (~/.berth/vm)\n"
@@ -147,6 +150,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_QEMU,
 		O_BOOT_STALL,
 		O_PUBLISH,
+		O_COLD,
 		O_HELP
 	};
 	static const struct option options[] = {
@@ -172,6 +176,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"qemu", required_argument, NULL, O_QEMU},
 		{"boot-stall-timeout", required_argument, NULL, O_BOOT_STALL},
 		{"publish", required_argument, NULL, O_PUBLISH},
+		{"cold", no_argument, NULL, O_COLD},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
 	int c, r;
@@ -265,6 +270,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			break;
 		case O_QEMU:
 			a->qemu = optarg;
+			break;
+		case O_COLD:
+			a->cold = true;
 			break;
 		case O_BOOT_STALL:
 			if (parse_uint_range(optarg, 0, 3600, &a->boot_stall_s) < 0)
@@ -660,6 +668,144 @@ static int choose_accel(Vmm *v, long *ret_tsc_khz)
 	return 0;
 }
 
+/* Why this VM cannot start from a snapshot at all, or NULL. */
+static const char *restore_excluded(const Vmm *v)
+{
+	if (v->args.cold)
+		return "--cold";
+	if (v->args.rootfs)
+		return "--rootfs boots an image no snapshot was made from";
+	if (v->args.channel_external || v->args.channel_connect)
+		return "the channel goes to a test program";
+	if (v->state_size > SNAPSHOT_STATE_BYTES)
+		return "the state disk is larger than a template's";
+	{
+		struct stat st;
+
+		if (fstat(v->boot_fd, &st) < 0 || (uint64_t)st.st_size > SNAPSHOT_BOOT_BYTES)
+			return "the boot disk is larger than a template's";
+	}
+	for (size_t i = 0; i < v->n_apps; i++) {
+		struct stat st;
+
+		if (fstat(v->apps[i].image_fd, &st) < 0 || (uint64_t)st.st_size > SNAPSHOT_APP_BYTES)
+			return "an app share is larger than a template's";
+	}
+	return NULL;
+}
+
+/*
+ * Start from this host's snapshot when there is a valid one: the template's devices, with
+ * this VM's disks where it has them and empty placeholders (in the run dir) elsewhere,
+ * and QEMU reading the snapshot from a sealed, verified copy. Otherwise say in
+ * v->boot_reason why the VM boots cold.
+ */
+static int try_restore(Vmm *v)
+{
+	VmConfig *c = &v->vm;
+	SnapshotKey key;
+	int fds[2 + SNAPSHOT_APPS], r;
+	char why[512];
+
+	const char *excluded = restore_excluded(v);
+
+	if (excluded) {
+		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", excluded);
+		return 0;
+	}
+	r = snapshot_key_init(&key, &v->artifacts, v->qemu, c->accel, c->cpus, c->mem_mib);
+	if (r < 0)
+		return r;
+	r = snapshot_find(&key, &v->snapshot, why, sizeof(why));
+	if (r >= 0) {
+		r = snapshot_open_verified(&v->snapshot, why, sizeof(why));
+		if (r >= 0)
+			v->snapshot_fd = r;
+	}
+	if (r < 0) {
+		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", why);
+		if (r != -ENOENT)
+			log_warning("booting cold: %s", why);
+		return r == -ENOMEM ? r : 0;
+	}
+	/*
+	 * The template's kernel saw the read-only disks at the placeholders' sizes, and reads
+	 * ahead within them: the boot disk and the share images are extended (sparse, zeros)
+	 * to those sizes, so that no read runs past their ends. Their formats say where the
+	 * data ends. The state disk gets its real size told instead (block_resize).
+	 */
+	if (ftruncate(v->boot_fd, (off_t)SNAPSHOT_BOOT_BYTES) < 0)
+		return log_error_errno(errno, "cannot extend the boot disk: %m");
+	for (size_t i = 0; i < v->n_apps; i++)
+		if (truncate(v->apps[i].image, (off_t)SNAPSHOT_APP_BYTES) < 0)
+			return log_error_errno(errno, "cannot extend %s: %m", v->apps[i].image);
+	fds[0] = v->state_fd;
+	fds[1] = v->boot_fd;
+	for (size_t i = 0; i < SNAPSHOT_APPS; i++)
+		fds[2 + i] = i < v->n_apps ? v->apps[i].image_fd : -EBADF;
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+		char name[32];
+
+		if (fds[i] >= 0)
+			continue;
+		snprintf(name, sizeof(name), "placeholder-%zu", i);
+		fds[i] = v->placeholder_fds[i] = snapshot_placeholder(v->run_dir, name, 0, i != 0);
+		if (fds[i] < 0)
+			return fds[i];
+	}
+	snapshot_layout(c, fds);
+	if (asprintf(&v->qmp_path, "%s/qmp.sock", v->run_dir) < 0)
+		return -ENOMEM;
+	c->qmp_path = v->qmp_path;
+	c->incoming_fd = v->snapshot_fd;
+	c->cmdline = v->snapshot.cmdline;
+	c->tsc_khz = 0; /* the template's kernel measured the clock it runs on */
+	v->snapshot_key = key;
+	v->restore = true;
+	log_info("restoring snapshot %.12s (made %s) instead of booting", v->snapshot.sha256,
+		 v->snapshot.created_at);
+	return 0;
+}
+
+/* The disks of a cold boot: the state disk if any, the boot disk, the app shares. */
+static void cold_disks(Vmm *v)
+{
+	VmConfig *c = &v->vm;
+
+	c->n_disks = 0;
+	if (v->state_fd >= 0)
+		c->disks[c->n_disks++] = (VmDisk){"state", v->state_fd, false};
+	c->disks[c->n_disks++] = (VmDisk){"boot", v->boot_fd, true};
+	for (size_t i = 0; i < v->n_apps && c->n_disks < VM_DISKS_MAX; i++) {
+		static char serials[VMM_APPS_MAX][16];
+
+		snprintf(serials[i], sizeof(serials[i]), "app%zu", i);
+		c->disks[c->n_disks++] = (VmDisk){serials[i], v->apps[i].image_fd, true};
+	}
+}
+
+int vmm_config_cold(Vmm *v, const char *reason)
+{
+	VmConfig *c = &v->vm;
+
+	v->restore = false;
+	v->snapshot_fd = safe_close(v->snapshot_fd);
+	if (reason != v->boot_reason) /* snprintf() must not copy onto itself */
+		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", reason);
+	c->incoming_fd = -EBADF;
+	c->qmp_path = NULL;
+	c->cmdline = NULL;
+	if (c->accel == ACCEL_TCG && c->tsc_khz <= 0) {
+		c->tsc_khz = tsc_measure_khz();
+		if (c->tsc_khz < 0)
+			return log_error_errno(
+				(int)c->tsc_khz,
+				"cannot measure the host TSC rate, which a VM without KVM needs: %m");
+	}
+	cold_disks(v);
+	return 0;
+}
+
 static int build_vm_config(Vmm *v)
 {
 	long tsc_khz = 0;
@@ -677,31 +823,17 @@ static int build_vm_config(Vmm *v)
 		.cpus = v->args.cpus,
 		.mem_mib = v->args.mem_mib,
 		.accel = v->accel.accel,
-		/* On a pipe that berth-vmm reads: it keeps a bounded console.log, where QEMU
-		 * would write whatever the guest sent. */
-		.console_capture = true,
+		.incoming_fd = -EBADF,
 		.qemu_binary = v->qemu,
 		.extra_cmdline = v->cmdline_extra,
 		.host_sandbox = &v->host_sandbox,
 	};
-	if (c->accel == ACCEL_TCG) {
-		/* The probe measured it already, unless its verdict came from the cache. */
-		c->tsc_khz = tsc_khz > 0 ? tsc_khz : tsc_measure_khz();
-		if (c->tsc_khz < 0)
-			return log_error_errno(
-				(int)c->tsc_khz,
-				"cannot measure the host TSC rate, which a VM without KVM needs: %m");
-	}
-	if (v->state_fd >= 0)
-		c->disks[c->n_disks++] = (VmDisk){"state", v->state_fd, false};
-	c->disks[c->n_disks++] = (VmDisk){"boot", v->boot_fd, true};
-	for (size_t i = 0; i < v->n_apps && c->n_disks < VM_DISKS_MAX; i++) {
-		static char serials[VMM_APPS_MAX][16];
-
-		snprintf(serials[i], sizeof(serials[i]), "app%zu", i);
-		c->disks[c->n_disks++] = (VmDisk){serials[i], v->apps[i].image_fd, true};
-	}
-	return 0;
+	r = try_restore(v);
+	if (r < 0 || v->restore)
+		return r;
+	/* The probe measured the TSC already, unless its verdict came from the cache. */
+	c->tsc_khz = tsc_khz;
+	return vmm_config_cold(v, v->boot_reason);
 }
 
 static int prepare(Vmm *v)
@@ -712,7 +844,9 @@ static int prepare(Vmm *v)
 	pid_t owner;
 	int r;
 
-	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = -EBADF;
+	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
+	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
+		v->placeholder_fds[i] = -EBADF;
 	v->name = strdup(v->args.name);
 	v->run_dir = v->args.run_dir ? strdup(v->args.run_dir) : berth_run_dir(v->args.name);
 	if (!v->name || !v->run_dir)
@@ -800,6 +934,10 @@ static void cleanup(Vmm *v)
 	safe_close(v->secrets_fd);
 	safe_close(v->boot_fd);
 	safe_close(v->log_fd);
+	safe_close(v->snapshot_fd);
+	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
+		safe_close(v->placeholder_fds[i]);
+	free(v->qmp_path);
 	safe_close(v->lock_fd);
 	free(v->name);
 	free(v->run_dir);

@@ -12,6 +12,7 @@
 #include "egress-dialer.h"
 #include "engine.h"
 #include "share.h"
+#include "snapshot.h"
 
 /* One running VM as berth-vmm sees it. */
 
@@ -56,6 +57,7 @@ typedef struct VmmArgs {
 	const char *accel;     /* --accel: auto, kvm or tcg; NULL: BERTH_ACCEL, vm.accel, auto */
 	const char *qemu;      /* --qemu: the QEMU program; NULL: BERTH_QEMU, vm.qemu, $PATH */
 	unsigned boot_stall_s; /* a boot with no sign of life for this long fails; 0: never */
+	bool cold;	       /* --cold: never restore a snapshot */
 	const char *apps[VMM_APPS_MAX];
 	size_t n_apps;
 	/* --publish: guest TCP ports served to the host as publish-<port>.sock, on channel
@@ -93,12 +95,18 @@ typedef struct Vmm {
 	char started_at[40];
 	char boot_id[37];
 	char *cmdline_extra; /* init= and the boot plan: never anything secret */
+	/* Restored from a snapshot (snapshot.h), or why not. */
+	bool restore;
+	Snapshot snapshot;
+	SnapshotKey snapshot_key; /* the pins it was made from, when restored */
+	int snapshot_fd; /* the verified, sealed copy QEMU restores from */
+	int placeholder_fds[2 + SNAPSHOT_APPS];
+	char *qmp_path;
+	char boot_reason[600]; /* a cold boot: why it did not restore */
 } Vmm;
 
 int vmm_run_main(int argc, char **argv);
+/* Configure v->vm for a cold boot after all (a restore that failed), with @reason. */
+int vmm_config_cold(Vmm *v, const char *reason);
 /* berth-vmm accel: the accelerator choice and the probe behind it (accel-verb.c). */
 int vmm_accel_main(int argc, char **argv);
-/* Write vm.json in the run dir (atomically); @state e.g. "starting", "running". */
-int vmm_write_state(Vmm *v, const char *state);
-/* Serve the host sockets and supervise QEMU until the VM is gone; returns the exit code. */
-int vmm_serve(Vmm *v, int ready_fd);

@@ -13,6 +13,7 @@
 
 #include "attest.h"
 #include "audit-log.h"
+#include "cli.h"
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
@@ -22,18 +23,6 @@
 #include "time-util.h"
 
 #define KNOWN_RUNS_SHOWN 10
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: berth attest <runId> [--out PATH] [--json]\n"
-		   "       berth attest --verify FILE [--json]\n\n"
-		   "Print the attestation record of a finished VM boot (runId = its boot id,\n"
-		   "or the run id of a berth mcp session in it), or check a record: recompute\n"
-		   "its digest and every derived field.\n\n"
-		   "  --out PATH     write the record to PATH (mode 0600) instead of stdout\n"
-		   "  --verify FILE  check the record in FILE; exit 0 only if it has no problems\n"
-		   "  --json         with --verify: print {ok, problems[{code,message}]}\n");
-}
 
 /* The boots with evidence, newest first by mtime, for the "unknown runId" message. */
 static void list_known_runs(const char *runs)
@@ -172,7 +161,8 @@ int cmd_attest(int argc, char **argv)
 	bool json = false;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "o:h", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "o:", options)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -183,25 +173,21 @@ int cmd_attest(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
-		case 'h':
-			usage(stdout);
+		case CLI_OPT_HELP:
+			cli_print_help();
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (verify) {
-		if (optind != argc || out) {
-			log_error("--verify takes only the record file (and --json)");
-			return 2;
-		}
+		if (optind != argc || out)
+			return cli_usage_error("--verify takes only the record file (and --json)");
 		return do_verify(verify, json);
 	}
-	if (optind + 1 != argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind + 1 != argc)
+		return cli_usage_error("%s", optind == argc ? "which run? Give its run id"
+							    : "one run id at a time");
 	run_id = argv[optind];
 	if (!attest_run_id_valid(run_id)) {
 		log_error(
@@ -209,7 +195,7 @@ int cmd_attest(int argc, char **argv)
 			"in ~/.berth/runs, or the run id of a berth mcp session (letters, "
 			"digits, '.', '_' and '-')",
 			run_id);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	home = berth_home();
 	if (!home || asprintf(&runs, "%s/runs", home) < 0 ||

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "audit-log.h"
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
 #include "macros.h"
@@ -46,15 +47,6 @@ static int print_segment(const char *segment, uint64_t records, void *userdata)
 	return 0;
 }
 
-static void verify_usage(FILE *f)
-{
-	fprintf(f, "usage: berth audit verify [--file PATH]\n\n"
-		   "Check the audit trail's hash chain across all its segments, oldest first.\n"
-		   "Exits 0 when every record chains to the one before it.\n\n"
-		   "  --file PATH   the trail to check (default: $BERTH_AUDIT_PATH, else\n"
-		   "                ~/.berth/audit/audit.jsonl); rotated segments PATH.1..5 too\n");
-}
-
 int cmd_audit_verify(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -65,23 +57,21 @@ int cmd_audit_verify(int argc, char **argv)
 	AuditChain chain;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "f:h", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "f:", options)) != -1) {
 		switch (c) {
 		case 'f':
 			file = optarg;
 			break;
-		case 'h':
-			verify_usage(stdout);
+		case CLI_OPT_HELP:
+			cli_print_help();
 			return 0;
 		default:
-			verify_usage(stderr);
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
-	if (optind != argc) {
-		verify_usage(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
 	path = trail_path(file);
 	if (!path)
 		return 1;
@@ -204,22 +194,6 @@ static int list_record(const char *segment, uint64_t line, json_t *rec, void *us
 	return 0;
 }
 
-static void list_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: berth audit list [--file PATH] [--decision D] [--actor ID] [--action PREFIX]\n"
-		"                        [--limit N] [--json]\n\n"
-		"Print the audit trail's records, oldest first, after checking their chain.\n\n"
-		"  --file PATH        the trail (default: $BERTH_AUDIT_PATH, else\n"
-		"                     ~/.berth/audit/audit.jsonl)\n"
-		"  --decision D       only records with decision D: allowed, denied or unavailable\n"
-		"  --actor ID         only records whose actor.id is ID\n"
-		"  --action PREFIX    only records whose action starts with PREFIX (tool., sandbox.)\n"
-		"  --limit N          the last N matching records (default %d; 0 for all)\n"
-		"  --json             one record a line, as stored, instead of the table\n",
-		LIST_LIMIT_DEFAULT);
-}
-
 int cmd_audit_list(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -239,18 +213,18 @@ int cmd_audit_list(int argc, char **argv)
 
 	if (!kept)
 		return log_error("out of memory"), 1;
-	while ((c = getopt_long(argc, argv, "f:n:h", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "f:n:", options)) != -1) {
 		switch (c) {
 		case 'f':
 			file = optarg;
 			break;
 		case 'd':
 			if (!streq(optarg, "allowed") && !streq(optarg, "denied") &&
-			    !streq(optarg, "unavailable")) {
-				log_error("--decision is allowed, denied or unavailable, not '%s'",
-					  optarg);
-				return 2;
-			}
+			    !streq(optarg, "unavailable"))
+				return cli_usage_error(
+					"--decision is allowed, denied or unavailable, not '%s'",
+					optarg);
 			f.decision = optarg;
 			break;
 		case 'a':
@@ -260,27 +234,23 @@ int cmd_audit_list(int argc, char **argv)
 			f.action = optarg;
 			break;
 		case 'n':
-			if (parse_uint_range(optarg, 0, LIST_LIMIT_MAX, &f.limit) < 0) {
-				log_error("--limit takes a count from 0 (all) to %d, not '%s'",
-					  LIST_LIMIT_MAX, optarg);
-				return 2;
-			}
+			if (parse_uint_range(optarg, 0, LIST_LIMIT_MAX, &f.limit) < 0)
+				return cli_usage_error(
+					"--limit takes a count from 0 (all) to %d, not '%s'",
+					LIST_LIMIT_MAX, optarg);
 			break;
 		case 'j':
 			f.json = true;
 			break;
-		case 'h':
-			list_usage(stdout);
+		case CLI_OPT_HELP:
+			cli_print_help();
 			return 0;
 		default:
-			list_usage(stderr);
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
-	if (optind != argc) {
-		list_usage(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
 	path = trail_path(file);
 	if (!path)
 		return 1;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "evloop.h"
 #include "exec-util.h"
@@ -406,6 +407,7 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	static const struct option options[] = {{"runtime", required_argument, NULL, 'r'},
 						{"env", required_argument, NULL, 'e'},
 						{"env-file", required_argument, NULL, 'f'},
+						{"cold", no_argument, NULL, 'c'},
 						{"help", no_argument, NULL, 'h'},
 						{}};
 	const char *env = getenv("BERTH_DEV_BOOT_TIMEOUT_MS");
@@ -415,22 +417,27 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	if (env && parse_uint_range(env, 1000, 3600000, &d->l.boot_timeout_ms) < 0)
 		return log_error(
 			"BERTH_DEV_BOOT_TIMEOUT_MS must be milliseconds from 1000 to 3600000");
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		if (c == 'r')
 			*ret_runtime = optarg;
+		else if (c == 'c')
+			d->l.cold = true;
 		else if (c == 'e') {
 			if (vm_launch_add_env(&d->l, optarg) < 0)
 				return -EINVAL;
 		} else if (c == 'f') {
 			if (vm_launch_add_env_file(&d->l, optarg) < 0)
 				return -EINVAL;
-		} else if (c == 'h') {
-			printf("usage: berth dev [DIR] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]...\n");
-			exit(0);
+		} else if (c == CLI_OPT_HELP) {
+			cli_print_help();
+			return 1;
 		} else
 			return -EINVAL;
 	}
+	if (argc - optind > 1)
+		return cli_usage_error("one app folder at a time, not '%s' too", argv[optind + 1]),
+		       -EINVAL;
 	*ret_dir = optind < argc ? argv[optind] : ".";
 	return 0;
 }
@@ -514,9 +521,13 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 		return;
 	}
 	vm = vm_json_load(l->run_dir);
-	printf("VM ready in %lld ms (bundle %lld ms, %s, boot %lld ms). boot %s, berth-vmm pid %lld\n",
-	       now_ms() - d->t0, l->bundle.ms, l->bundle.cached ? "cached" : "fresh", l->boot_ms,
-	       l->boot_id, json_integer_value(json_object_get(vm, "pid")));
+	printf("VM ready in %lld ms (bundle %lld ms, %s, %s %lld ms). boot %s, berth-vmm pid %lld\n",
+	       now_ms() - d->t0, l->bundle.ms, l->bundle.cached ? "cached" : "fresh",
+	       streq(json_string_value(json_object_get(json_object_get(vm, "boot"), "mode")) ?: "",
+		     "restored")
+		       ? "restore"
+		       : "boot",
+	       l->boot_ms, l->boot_id, json_integer_value(json_object_get(vm, "pid")));
 	say("run dir %s; call it with `berth rpc %s --export <name>`", l->run_dir, l->name);
 	fflush(stdout);
 	print_published(d);
@@ -545,8 +556,11 @@ int cmd_dev(int argc, char **argv)
 	pid_t owner;
 	int r;
 
-	if (parse_args(argc, argv, &d, &runtime_flag, &dir) < 0)
-		return 2;
+	r = parse_args(argc, argv, &d, &runtime_flag, &dir);
+	if (r != 0) {
+		dev_done(&d);
+		return r < 0 ? CLI_EXIT_USAGE : 0;
+	}
 	/* The terminal's web view reaches the host (SPEC 8.3); berth mcp publishes nothing. */
 	d.l.publish = true;
 	if (vm_launch_load(&d.l, dir, runtime_flag, "berth-dev-") < 0) {

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "digest.h"
@@ -788,15 +789,6 @@ static void doctor_docker(Report *r)
 	r->verdict = format("Docker sandbox: NOT AVAILABLE (%s)", c->reason ? c->reason : "");
 }
 
-static void help(void)
-{
-	printf("usage: berth doctor [--sandbox vm|docker] [--json]\n\n"
-	       "Check that this host can run Berth's VM sandbox, and say how to fix what it cannot.\n\n"
-	       "  --sandbox vm|docker  the sandbox to check (default: $BERTH_SANDBOX, else vm)\n"
-	       "  --json               print the report as JSON (schemaVersion 1)\n\n"
-	       "Exit status 0 when a VM can boot, 1 when it cannot, 2 on a usage error.\n");
-}
-
 int cmd_doctor(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -812,8 +804,8 @@ int cmd_doctor(int argc, char **argv)
 	bool json = false;
 	int c, ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		switch (c) {
 		case 's':
 			flag = optarg;
@@ -821,15 +813,15 @@ int cmd_doctor(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
-		case 'h':
-			help();
+		case CLI_OPT_HELP:
+			cli_print_help();
 			return 0;
 		default:
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
-		return log_error("'berth doctor' takes no arguments, got '%s'", argv[optind]), 2;
+		return cli_usage_error("takes no arguments, got '%s'", argv[optind]);
 	/* A broken config file should not stop the doctor; it says so and checks the rest. */
 	if (config_load(NULL, &cfg, &cerr) < 0) {
 		char msg[1024];

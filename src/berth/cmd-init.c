@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
@@ -126,18 +127,20 @@ int cmd_init(int argc, char **argv)
 	bool known = false;
 	int c, r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		if (c == 't')
 			template = optarg;
-		else if (c == 'h') {
-			printf("usage: berth init NAME [--template hello-world|python]\n");
+		else if (c == CLI_OPT_HELP) {
+			cli_print_help();
 			return 0;
 		} else
-			return 2;
+			return CLI_EXIT_USAGE;
 	}
 	if (optind >= argc)
-		return log_error("usage: berth init NAME [--template hello-world|python]"), 2;
+		return cli_usage_error("which app? Give its name");
+	if (argc - optind > 1)
+		return cli_usage_error("one app at a time, not '%s' too", argv[optind + 1]);
 	name = argv[optind];
 	if (!name_valid(name))
 		return log_error(

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
@@ -125,20 +126,24 @@ int cmd_rpc(int argc, char **argv)
 	char *line;
 	int c, fd, r, index = 0;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		if (c == 'e')
 			export = optarg;
 		else if (c == 'i')
 			input_text = optarg;
-		else if (c == 'h') {
-			printf("usage: berth rpc APP --export NAME [--input JSON]\n");
+		else if (c == CLI_OPT_HELP) {
+			cli_print_help();
 			return 0;
 		} else
-			return 2;
+			return CLI_EXIT_USAGE;
 	}
-	if (optind >= argc || !export)
-		return log_error("usage: berth rpc APP --export NAME [--input JSON]"), 2;
+	if (optind >= argc)
+		return cli_usage_error("which app? Give its name");
+	if (argc - optind > 1)
+		return cli_usage_error("one app at a time, not '%s' too", argv[optind + 1]);
+	if (!export)
+		return cli_usage_error("--export NAME is required: the export to call");
 	if (env && parse_uint_range(env, 100, 3600000, &timeout) < 0)
 		return log_error("BERTH_RPC_TIMEOUT_MS must be milliseconds from 100 to 3600000"),
 		       2;
@@ -183,6 +188,7 @@ int cmd_rpc(int argc, char **argv)
 	if (r >= 0)
 		r = loop_write(fd, "\n", 1);
 	line_reader_init(&lr, fd, VM_LINE_MAX);
+	json_error_t jerr = {};
 	while (r >= 0) {
 		json_t *reply;
 
@@ -193,7 +199,12 @@ int cmd_rpc(int argc, char **argv)
 		}
 		if (r < 0)
 			break;
-		reply = json_loads(line, 0, NULL);
+		/* An app's strings may hold NUL (a file it read): \u0000 is valid JSON. */
+		reply = json_loads(line, JSON_ALLOW_NUL, &jerr);
+		if (!reply) {
+			r = -EBADMSG;
+			break;
+		}
 		/* Only the answer to our id counts; anything else on the line is not ours. */
 		if (!json_is_object(reply) ||
 		    !streq(json_string_value(json_object_get(reply, "id")) ?: "", id)) {
@@ -220,6 +231,11 @@ int cmd_rpc(int argc, char **argv)
 	if (r == -ETIME)
 		return log_error("no answer from \"%s\" within %u ms (BERTH_RPC_TIMEOUT_MS)",
 				 argv[optind], timeout),
+		       1;
+	if (r == -EBADMSG)
+		return log_error("\"%s\" answered with a line that is not JSON (%s, column %d); "
+				 "its log may say why: berth vm logs",
+				 argv[optind], jerr.text, jerr.column),
 		       1;
 	if (r == -ECONNRESET) {
 		_cleanup_free_ char *failure = vm_failure_reason(dir),

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
@@ -20,15 +21,6 @@
 #include "term-text.h"
 
 #define MANIFEST_FILE "berth.yml"
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: berth validate [DIR|FILE] [--json]\n\n"
-		"Check DIR/berth.yml (default: ./berth.yml), or FILE. Prints 'berth.yml is valid.'\n"
-		"or every problem found, one line each, and exits 1 when there is any.\n\n"
-		"  --json  on success, print the manifest with its defaults filled in instead\n");
-}
 
 /* The file to read and how messages name it: the path as the user wrote it. */
 static char *manifest_path(const char *arg)
@@ -66,18 +58,18 @@ int cmd_validate(int argc, char **argv)
 	size_t size = 0;
 	int c, r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		if (c == 'j')
 			json = true;
-		else if (c == 'h') {
-			usage(stdout);
+		else if (c == CLI_OPT_HELP) {
+			cli_print_help();
 			return 0;
 		} else
-			return 2;
+			return CLI_EXIT_USAGE;
 	}
 	if (argc - optind > 1)
-		return log_error("usage: berth validate [DIR|FILE] [--json]"), 2;
+		return cli_usage_error("one manifest at a time, not '%s' too", argv[optind + 1]);
 	path = manifest_path(optind < argc ? argv[optind] : NULL);
 	if (!path)
 		return log_error_errno(-ENOMEM, "%m"), 1;

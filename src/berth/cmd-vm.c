@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
@@ -72,6 +73,20 @@ static const char *str_of(json_t *o, const char *key, const char *dflt)
 }
 
 /* Every field comes from vm.json or the guest, and reaches the terminal neutralised. */
+/* Restored from a snapshot (which one) or booted cold (and why). */
+static void print_boot(json_t *boot)
+{
+	json_t *snap = json_object_get(boot, "snapshot");
+
+	if (!boot)
+		return;
+	if (snap)
+		term_text_line(stdout, 0, "  boot: restored from snapshot %.12s (made %s)",
+			       str_of(snap, "sha256", "?"), str_of(snap, "createdAt", "?"));
+	else
+		term_text_line(stdout, 0, "  boot: cold (%s)", str_of(boot, "reason", "?"));
+}
+
 static void print_vm(json_t *vm)
 {
 	json_t *guest = json_object_get(vm, "guest"), *app;
@@ -90,6 +105,7 @@ static void print_vm(json_t *vm)
 	if (json_is_string(json_object_get(json_object_get(vm, "accel"), "reason")))
 		term_text_line(stdout, 0, "  accelerator: %s",
 			       str_of(json_object_get(vm, "accel"), "reason", ""));
+	print_boot(json_object_get(vm, "boot"));
 	if (json_is_string(json_object_get(json_object_get(vm, "failure"), "reason")))
 		term_text_line(stdout, 0, "  failed: %s",
 			       str_of(json_object_get(vm, "failure"), "reason", ""));
@@ -115,22 +131,25 @@ int cmd_vm_status(int argc, char **argv)
 	static const struct option options[] = {
 		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {}};
 	_cleanup_free_ char *root = berth_run_root();
-	Sweep s = {.running = json_array(), .stale = json_array()};
-	json_t *out = json_array();
+	_cleanup_(json_decrefp) json_t *running = json_array(), *stale = json_array(),
+				       *out = json_array();
+	Sweep s = {.running = running, .stale = stale};
 	bool json = false;
 	const char *only = NULL;
 	int c, r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
 		if (c == 'j')
 			json = true;
-		else if (c == 'h') {
-			printf("usage: berth vm status [NAME] [--json]\n");
+		else if (c == CLI_OPT_HELP) {
+			cli_print_help();
 			return 0;
 		} else
-			return 2;
+			return CLI_EXIT_USAGE;
 	}
+	if (argc - optind > 1)
+		return cli_usage_error("one VM at a time, not '%s' too", argv[optind + 1]);
 	if (optind < argc)
 		only = argv[optind];
 	if (!root)
@@ -173,11 +192,7 @@ int cmd_vm_status(int argc, char **argv)
 	} else
 		for (size_t i = 0; i < json_array_size(out); i++)
 			print_vm(json_array_get(out, i));
-	r = only && json_array_size(out) == 0 ? 1 : 0;
-	json_decref(out);
-	json_decref(s.running);
-	json_decref(s.stale);
-	return r;
+	return only && json_array_size(out) == 0 ? 1 : 0;
 }
 
 int cmd_vm_logs(int argc, char **argv)
@@ -189,36 +204,48 @@ int cmd_vm_logs(int argc, char **argv)
 	VmLogsOptions o = {};
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f", options, NULL)) >= 0) {
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "f", options)) != -1) {
 		if (c == 'f')
 			o.follow = true;
 		else if (c == 'j')
 			o.raw = true;
-		else if (c == 'h') {
-			printf("usage: berth vm logs NAME [--follow] [--json]\n");
+		else if (c == CLI_OPT_HELP) {
+			cli_print_help();
 			return 0;
 		} else
-			return 2;
+			return CLI_EXIT_USAGE;
 	}
 	if (optind >= argc)
-		return log_error("usage: berth vm logs NAME [--follow]"), 2;
+		return cli_usage_error("which VM? Give its name ('berth vm status' lists them)");
+	if (argc - optind > 1)
+		return cli_usage_error("one VM at a time, not '%s' too", argv[optind + 1]);
 	return vm_logs_print(argv[optind], &o) < 0 ? 1 : 0;
 }
 
 int cmd_vm_stop(int argc, char **argv)
 {
+	static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {}};
 	_cleanup_free_ char *dir = NULL;
 	unsigned timeout;
-	int r;
+	int c, r;
 
-	if (argc < 2 || argv[1][0] == '-')
-		return log_error("usage: berth vm stop NAME"), 2;
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "", options)) != -1) {
+		if (c != CLI_OPT_HELP)
+			return CLI_EXIT_USAGE;
+		cli_print_help();
+		return 0;
+	}
+	if (optind >= argc)
+		return cli_usage_error("which VM? Give its name ('berth vm status' lists them)");
+	if (argc - optind > 1)
+		return cli_usage_error("one VM at a time, not '%s' too", argv[optind + 1]);
 	if (vm_stop_timeout(&timeout) < 0)
-		return 2;
-	dir = vm_running_dir(argv[1]);
+		return CLI_EXIT_USAGE;
+	dir = vm_running_dir(argv[optind]);
 	if (!dir)
 		return 1;
-	r = vm_stop(argv[1], dir, timeout);
+	r = vm_stop(argv[optind], dir, timeout);
 	return r == 0 ? 0 : 1;
 }

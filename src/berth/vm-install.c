@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "artifact-url.h"
@@ -216,6 +217,34 @@ static int install_all(const VmInstallOptions *o, const PinSet *pins, const char
 	return log_error_errno(-ENOENT, "%s", install_missing_hint(&io));
 }
 
+/*
+ * The warm-start snapshot, made by the berth-vmm that will restore it, once the artifacts
+ * are in place. Without one every VM boots cold, which is slower but as good: a failure
+ * here is told, not fatal.
+ */
+static void make_snapshot(const BerthConfig *config, const PinSet *pins)
+{
+	_cleanup_free_ char *vmm = NULL;
+	bool matches = false;
+	int status;
+	pid_t pid;
+
+	if (vmm_locate_for_pins(config->vm_vmm, pins, &vmm, &matches) < 0 || !matches) {
+		printf("  (no berth-vmm for these pins: VMs will boot cold until `berth vm install --vmm PATH`)\n");
+		return;
+	}
+	printf("Making the warm-start snapshot (a template boot, once per kernel, image and berth-vmm)\n");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		execl(vmm, vmm, "snapshot", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		log_warning("no warm-start snapshot was made (see above): VMs will boot cold; "
+			    "try again with `berth vm install`, or see docs/warm-start.md");
+}
+
 int vm_install(const VmInstallOptions *o)
 {
 	_cleanup_(config_done) BerthConfig config = {};
@@ -259,5 +288,7 @@ int vm_install(const VmInstallOptions *o)
 	}
 	printf("Ready: kernel, initrd and rootfs verified in %s\n", vm_dir);
 	fflush(stdout);
+	if (!o->no_snapshot)
+		make_snapshot(&config, &pins);
 	return 0;
 }

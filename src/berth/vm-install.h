@@ -15,6 +15,7 @@ typedef struct VmInstallOptions {
 	const char *vmm;    /* a berth-vmm to install and take the pins of */
 	bool no_download;   /* copy only */
 	bool force;	    /* replace files that are installed and match */
+	bool no_snapshot;   /* do not make the warm-start snapshot (docs/warm-start.md) */
 } VmInstallOptions;
 
 /* Install what @o says, printing a line per artifact. Returns 0 or -errno after saying

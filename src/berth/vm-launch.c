@@ -312,7 +312,9 @@ static int locate_vmm(VmLaunch *l)
 static int ensure_artifacts(VmLaunch *l)
 {
 	_cleanup_free_ char *vm_dir = berth_vm_dir(), *from = NULL;
-	VmInstallOptions o = {.vmm = l->vmm};
+	/* No snapshot here: this is on the way to the first session's boot, which an MCP
+	 * client may be timing; `berth vm install` makes it (docs/warm-start.md). */
+	VmInstallOptions o = {.vmm = l->vmm, .no_snapshot = true};
 	bool missing = false;
 	PinSet pins;
 
@@ -325,6 +327,8 @@ static int ensure_artifacts(VmLaunch *l)
 	}
 	if (!missing)
 		return 0;
+	if (l->on_stage)
+		l->on_stage(l, VM_LAUNCH_STAGE_INSTALLING, l->stage_userdata);
 	say(l, "the pinned kernel and root image are not installed yet; installing them");
 	if (berth_source_path("out/artifacts/manifest-rootfs.json", &from) >= 0) {
 		*strrchr(from, '/') = '\0';
@@ -593,6 +597,9 @@ static void on_control_line(LineConn *c, char *line, size_t len, void *userdata)
 	_cleanup_(json_decrefp) json_t *ev = json_loadb(line, len, 0, NULL);
 	int r = vm_readiness_event(&b->readiness, ev, b->reason, sizeof(b->reason));
 
+	if (r == 0 && b->l->on_stage && json_string_value(json_object_get(ev, "event")) &&
+	    streq(json_string_value(json_object_get(ev, "event")), "app_started"))
+		b->l->on_stage(b->l, VM_LAUNCH_STAGE_APP_STARTING, b->l->stage_userdata);
 	if (r == 0)
 		return;
 	if (r > 0) {
@@ -708,6 +715,8 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 	argv[argc++] = l->bundle.dir;
 	argv[argc++] = "--state";
 	argv[argc++] = l->state;
+	if (l->cold)
+		argv[argc++] = "--cold";
 	for (size_t i = 0; l->vmm_args && l->vmm_args[i]; i++) {
 		/* Room left for --egress-allow, --publish, --secrets and the NULL. */
 		if (argc + 6 + 2 * PUBLISH_PORTS_MAX >= size)
@@ -802,6 +811,8 @@ int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void 
 	}
 	b->out[0] = '\0';
 	l->boot = b;
+	if (l->on_stage)
+		l->on_stage(l, VM_LAUNCH_STAGE_BOOTING, l->stage_userdata);
 	return 0;
 }
 

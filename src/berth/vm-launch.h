@@ -29,6 +29,19 @@
  * l->publish (berth dev), its web view's port is published (berth-vmm run --publish), and
  * l->published[] says which ports and their sockets in the run dir.
  */
+
+/* How far a boot is, for a command that tells its users (berth mcp's progress). */
+typedef enum VmLaunchStage {
+	VM_LAUNCH_STAGE_INSTALLING,   /* the pinned artifacts are being installed */
+	VM_LAUNCH_STAGE_BOOTING,      /* berth-vmm starts QEMU, the guest boots */
+	VM_LAUNCH_STAGE_APP_STARTING, /* the guest started the app; it is not ready yet */
+	_VM_LAUNCH_STAGE_MAX,
+	_VM_LAUNCH_STAGE_INVALID = -22,
+} VmLaunchStage;
+
+struct VmLaunch;
+typedef void (*vm_launch_stage_t)(struct VmLaunch *l, VmLaunchStage stage, void *userdata);
+
 typedef struct VmLaunch {
 	const char *prefix; /* "[berth:dev] " */
 	char *app_dir;	    /* absolute */
@@ -40,6 +53,7 @@ typedef struct VmLaunch {
 	Manifest *manifest;
 	Bundle bundle;
 	unsigned boot_timeout_ms;
+	bool cold;	      /* --cold: boot the kernel, do not restore a snapshot */
 	char **vmm_args;      /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
 	EnvSet *env;	      /* --env and --env-file values (owned); NULL when none was given */
 	char **egress_allow;  /* --egress-allow patterns from berth.yml (vm_egress_plan()) */
@@ -50,6 +64,8 @@ typedef struct VmLaunch {
 	struct VmBoot *boot; /* the boot in progress, NULL when none */
 	long long boot_ms;   /* the last boot that got ready: how long it took */
 	char boot_id[37];    /* and its id */
+	vm_launch_stage_t on_stage; /* called as each stage begins (may be NULL) */
+	void *stage_userdata;
 } VmLaunch;
 
 #define VM_LAUNCH_BOOT_TIMEOUT_MS_DEFAULT (180 * 1000)

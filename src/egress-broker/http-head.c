@@ -58,11 +58,11 @@ static bool is_token(const char *s)
 
 /* Find the end of the head: the offset just past the empty line, 0 if not there yet, or
  * -E2BIG when the head or its number of lines is over a cap. */
-static ssize_t find_head_end(const char *data, size_t size)
+static ssize_t find_head_end(const char *data, size_t size, size_t max, size_t max_lines)
 {
 	size_t line_start = 0, lines = 0;
 
-	for (size_t i = 0; i < size && i < HTTP_HEAD_MAX; i++) {
+	for (size_t i = 0; i < size && i < max; i++) {
 		size_t len;
 
 		if (data[i] != '\n')
@@ -72,12 +72,12 @@ static ssize_t find_head_end(const char *data, size_t size)
 			len--;
 		if (len == 0 && lines > 0)
 			return (ssize_t)(i + 1);
-		/* The request line and HTTP_HEADERS_MAX headers. */
-		if (++lines > HTTP_HEADERS_MAX + 1)
+		/* The first line and @max_lines headers. */
+		if (++lines > max_lines + 1)
 			return -E2BIG;
 		line_start = i + 1;
 	}
-	return size >= HTTP_HEAD_MAX ? -E2BIG : 0;
+	return size >= max ? -E2BIG : 0;
 }
 
 /* "host", "host:port", "[v6]" or "[v6]:port" (@len bytes at @s) into req->host and req->port. */
@@ -120,7 +120,8 @@ static HttpHeadStatus parse_authority(HttpRequest *req, const char *s, size_t le
 	return HTTP_HEAD_OK;
 }
 
-static HttpHeadStatus parse_target(HttpRequest *req, char *target, char *error, size_t errlen)
+static HttpHeadStatus parse_target(HttpRequest *req, char *target, bool origin, char *error,
+				   size_t errlen)
 {
 	static const char http[] = "http://", https[] = "https://";
 	char *auth, *end;
@@ -130,6 +131,16 @@ static HttpHeadStatus parse_target(HttpRequest *req, char *target, char *error, 
 		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
 			return bad(error, errlen,
 				   "the request target holds a control or non-ASCII character");
+	/* A server's side of the request (inside a tunnel): the path as it was written. */
+	if (origin) {
+		if (req->connect)
+			return bad(error, errlen, "CONNECT is not a request this server answers");
+		if (target[0] != '/')
+			return bad(error, errlen,
+				   "the request target is not a path (origin-form, \"/...\")");
+		req->path = target;
+		return HTTP_HEAD_OK;
+	}
 	if (req->connect)
 		return parse_authority(req, target, strlen(target), 443, error, errlen);
 	if (strncasecmp(target, https, sizeof(https) - 1) == 0)
@@ -154,7 +165,8 @@ static HttpHeadStatus parse_target(HttpRequest *req, char *target, char *error, 
 	return HTTP_HEAD_OK;
 }
 
-static HttpHeadStatus parse_request_line(HttpRequest *req, char *line, char *error, size_t errlen)
+static HttpHeadStatus parse_request_line(HttpRequest *req, char *line, bool origin, char *error,
+					 size_t errlen)
 {
 	char *sp1 = strchr(line, ' '), *sp2, *version;
 
@@ -176,7 +188,7 @@ static HttpHeadStatus parse_request_line(HttpRequest *req, char *line, char *err
 	else
 		return bad(error, errlen, "only HTTP/1.0 and HTTP/1.1 are spoken here");
 	req->connect = streq(req->method, "CONNECT");
-	return parse_target(req, sp1 + 1, error, errlen);
+	return parse_target(req, sp1 + 1, origin, error, errlen);
 }
 
 static char *trim(char *s)
@@ -271,11 +283,11 @@ static HttpHeadStatus parse_framing(HttpRequest *req, char *error, size_t errlen
 	return HTTP_HEAD_OK;
 }
 
-HttpHeadStatus http_request_parse(const char *data, size_t size, HttpRequest *ret, char *error,
-				  size_t errlen)
+static HttpHeadStatus parse_head(const char *data, size_t size, bool origin, HttpRequest *ret,
+				 char *error, size_t errlen)
 {
 	_cleanup_(http_request_done) HttpRequest req = {};
-	ssize_t end = find_head_end(data, size);
+	ssize_t end = find_head_end(data, size, HTTP_HEAD_MAX, HTTP_HEADERS_MAX);
 	char *line, *next;
 	HttpHeadStatus st;
 
@@ -295,7 +307,7 @@ HttpHeadStatus http_request_parse(const char *data, size_t size, HttpRequest *re
 	*next = '\0';
 	if (next > line && next[-1] == '\r')
 		next[-1] = '\0';
-	st = parse_request_line(&req, line, error, errlen);
+	st = parse_request_line(&req, line, origin, error, errlen);
 	if (st != HTTP_HEAD_OK)
 		return st;
 	for (line = next + 1; *line; line = next + 1) {
@@ -334,15 +346,35 @@ HttpHeadStatus http_request_parse(const char *data, size_t size, HttpRequest *re
 	return HTTP_HEAD_OK;
 }
 
-static bool dropped(const HttpRequest *req, const char *name)
+HttpHeadStatus http_request_parse(const char *data, size_t size, HttpRequest *ret, char *error,
+				  size_t errlen)
+{
+	return parse_head(data, size, false, ret, error, errlen);
+}
+
+HttpHeadStatus http_origin_request_parse(const char *data, size_t size, HttpRequest *ret,
+					 char *error, size_t errlen)
+{
+	return parse_head(data, size, true, ret, error, errlen);
+}
+
+static bool in_list(const char *const *list, const char *name)
+{
+	for (size_t i = 0; list && list[i]; i++)
+		if (strcasecmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool dropped(const HttpRequest *req, const char *name, const char *const *also)
 {
 	for (size_t i = 0; i < ELEMENTSOF(hop_by_hop); i++)
 		if (strcasecmp(name, hop_by_hop[i]) == 0)
 			return true;
-	return named_by_connection(req, name);
+	return in_list(also, name) || named_by_connection(req, name);
 }
 
-ssize_t http_request_forward_head(const HttpRequest *req, const char *host, char **ret)
+ssize_t http_request_forward(const HttpRequest *req, const HttpForward *fw, char **ret)
 {
 	char *buf = NULL;
 	size_t size = 0;
@@ -350,14 +382,13 @@ ssize_t http_request_forward_head(const HttpRequest *req, const char *host, char
 
 	if (!f)
 		return -ENOMEM;
-	fprintf(f, "%s %s HTTP/1.%d\r\n", req->method, req->path, req->minor);
+	fprintf(f, "%s %s HTTP/1.%d\r\n", req->method, fw->path ?: req->path, req->minor);
 	for (size_t i = 0; i < req->n_headers; i++)
-		if (!dropped(req, req->headers[i].name))
+		if (!dropped(req, req->headers[i].name, fw->drop))
 			fprintf(f, "%s: %s\r\n", req->headers[i].name, req->headers[i].value);
-	if (req->port == 80)
-		fprintf(f, "Host: %s\r\n", host);
-	else
-		fprintf(f, "Host: %s:%u\r\n", host, req->port);
+	fprintf(f, "Host: %s\r\n", fw->host);
+	if (fw->extra)
+		fputs(fw->extra, f);
 	if (req->chunked)
 		fputs("Transfer-Encoding: chunked\r\n", f);
 	fputs("Connection: close\r\n\r\n", f);
@@ -367,6 +398,15 @@ ssize_t http_request_forward_head(const HttpRequest *req, const char *host, char
 	}
 	*ret = buf;
 	return (ssize_t)size;
+}
+
+ssize_t http_request_forward_head(const HttpRequest *req, const char *host, char **ret)
+{
+	_cleanup_free_ char *host_port = NULL;
+
+	if (req->port != 80 && asprintf(&host_port, "%s:%u", host, req->port) < 0)
+		return -ENOMEM;
+	return http_request_forward(req, &(HttpForward){.host = host_port ?: host}, ret);
 }
 
 void http_body_init(HttpBody *b, const HttpRequest *req)
@@ -512,4 +552,88 @@ ssize_t http_body_feed(HttpBody *b, const char *data, size_t size)
 		}
 	}
 	return (ssize_t)i;
+}
+
+/* Hop-by-hop headers of a response: what must not reach a client that gets one response
+ * per connection, since "Connection: close" is said instead. */
+static const char *const response_hop_by_hop[] = {"connection", "keep-alive", "proxy-connection"};
+
+static bool response_header_dropped(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ELEMENTSOF(response_hop_by_hop); i++)
+		if (strlen(response_hop_by_hop[i]) == len &&
+		    strncasecmp(name, response_hop_by_hop[i], len) == 0)
+			return true;
+	return false;
+}
+
+HttpHeadStatus http_response_head_close(const char *data, size_t size, char **ret,
+					size_t *ret_len, size_t *ret_consumed, int *ret_status)
+{
+	ssize_t end = find_head_end(data, size, HTTP_RESPONSE_HEAD_MAX, HTTP_RESPONSE_HEADERS_MAX);
+	const char *line = data, *stop;
+	char *buf = NULL;
+	size_t bsize = 0;
+	int status, first = 1;
+	FILE *f;
+
+	if (end == -E2BIG)
+		return HTTP_HEAD_TOO_LARGE;
+	if (end == 0)
+		return HTTP_HEAD_INCOMPLETE;
+	stop = data + end;
+	f = open_memstream(&buf, &bsize);
+	if (!f)
+		return HTTP_HEAD_BAD_REQUEST;
+	status = -1;
+	while (line < stop) {
+		const char *nl = memchr(line, '\n', (size_t)(stop - line));
+		size_t len = (size_t)(nl - line);
+		const char *colon;
+
+		if (len > 0 && line[len - 1] == '\r')
+			len--;
+		for (size_t i = 0; i < len; i++)
+			if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
+				goto bad;
+		if (first) {
+			/* HTTP/1.x NNN[ reason] */
+			if (len < 12 || !(strneq(line, "HTTP/1.1 ", 9) || strneq(line, "HTTP/1.0 ", 9)) ||
+			    strspn(line + 9, "0123456789") < 3 || (len > 12 && line[12] != ' '))
+				goto bad;
+			status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+			if (status < 100)
+				goto bad;
+			fprintf(f, "%.*s\r\n", (int)len, line);
+			first = 0;
+		} else if (len > 0) {
+			colon = memchr(line, ':', len);
+			if (!colon || colon == line || line[0] == ' ' || line[0] == '\t')
+				goto bad;
+			for (const char *c = line; c < colon; c++)
+				if (!is_tchar(*c))
+					goto bad;
+			/* A 1xx head goes on as it came: the final response follows it. */
+			if (status < 200 ||
+			    !response_header_dropped(line, (size_t)(colon - line)))
+				fprintf(f, "%.*s\r\n", (int)len, line);
+		}
+		line = nl + 1;
+	}
+	if (status >= 200)
+		fputs("Connection: close\r\n", f);
+	fputs("\r\n", f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return HTTP_HEAD_BAD_REQUEST;
+	}
+	*ret = buf;
+	*ret_len = bsize;
+	*ret_consumed = (size_t)end;
+	*ret_status = status;
+	return HTTP_HEAD_OK;
+bad:
+	fclose(f);
+	free(buf);
+	return HTTP_HEAD_BAD_REQUEST;
 }

@@ -19,6 +19,9 @@
 #define HTTP_HEAD_MAX (16 * 1024) /* request line and headers together */
 #define HTTP_HEADERS_MAX 100
 #define HTTP_CHUNK_LINE_MAX 1024 /* a chunk-size line, or one trailer line */
+/* A response head from upstream (the GitHub broker's): status line and headers together. */
+#define HTTP_RESPONSE_HEAD_MAX (64 * 1024)
+#define HTTP_RESPONSE_HEADERS_MAX 200
 
 typedef enum HttpHeadStatus {
 	HTTP_HEAD_OK,
@@ -38,7 +41,8 @@ typedef struct HttpRequest {
 	size_t head_size; /* bytes of the input the head took, line ends included */
 	bool connect;
 	const char *method;
-	const char *path;		/* plain HTTP: path and query, "/" when the URI had none */
+	const char *path; /* plain HTTP: path and query, "/" when the URI had none; origin-form:
+			     the target as written */
 	int minor;			/* HTTP/1.<minor> */
 	char host[EGRESS_HOST_MAX + 3]; /* as written (an IPv6 literal keeps its brackets) */
 	unsigned port;
@@ -67,6 +71,32 @@ void http_request_done(HttpRequest *req);
  */
 HttpHeadStatus http_request_parse(const char *data, size_t size, HttpRequest *ret, char *error,
 				  size_t errlen);
+
+/*
+ * http_origin_request_parse() - the same, for the server's side of a request: what arrives
+ * inside a tunnel (the GitHub broker's). The target must be origin-form, a path starting
+ * with '/' (CONNECT, absolute URIs and "*" are refused), kept in ->path exactly as written;
+ * ->host and ->port are not set. Every other rule is http_request_parse()'s, framing and
+ * smuggling checks included.
+ */
+HttpHeadStatus http_origin_request_parse(const char *data, size_t size, HttpRequest *ret,
+					 char *error, size_t errlen);
+
+/* How http_request_forward() writes the head it sends upstream. */
+typedef struct HttpForward {
+	const char *host;	/* the Host header's value: the checked target */
+	const char *path;	/* the request target; NULL: the request's own ->path */
+	const char *const *drop; /* more header names to drop (NULL-terminated), or NULL */
+	const char *extra;	/* header lines to add, each ending in CRLF, or NULL */
+} HttpForward;
+
+/*
+ * http_request_forward() - "METHOD path HTTP/1.x", every header except Host, the hop-by-hop
+ * ones (below), the ones Connection names and @fw->drop, then Host: @fw->host, @fw->extra,
+ * "Transfer-Encoding: chunked" again when the body is chunked, and Connection: close.
+ * Returns the length and a malloc()ed string in *@ret, or -ENOMEM.
+ */
+ssize_t http_request_forward(const HttpRequest *req, const HttpForward *fw, char **ret);
 
 /*
  * http_request_forward_head() - the head to send upstream for a plain-HTTP request:
@@ -114,3 +144,18 @@ static inline bool http_body_done(const HttpBody *b)
 {
 	return b->state == HTTP_BODY_DONE;
 }
+
+/*
+ * http_response_head_close() - one response head at the start of @data (@size bytes so
+ * far), as it goes on to a client that gets one response per connection: the status line
+ * and headers as they came, except Connection, Keep-Alive and Proxy-Connection, and then
+ * "Connection: close" (so the client does not send another request on a connection that
+ * ends). A 1xx head (100 Continue) is passed on unchanged: the final head follows it.
+ * Caps: HTTP_RESPONSE_HEAD_MAX bytes, HTTP_RESPONSE_HEADERS_MAX header lines.
+ * Returns HTTP_HEAD_OK with the head in *@ret (malloc()ed, *@ret_len bytes), how much of
+ * @data it took in *@ret_consumed and the status code in *@ret_status;
+ * HTTP_HEAD_INCOMPLETE; HTTP_HEAD_TOO_LARGE; or HTTP_HEAD_BAD_REQUEST for a status line
+ * that is not HTTP/1.x NNN, a header without a token name, a control character, or OOM.
+ */
+HttpHeadStatus http_response_head_close(const char *data, size_t size, char **ret,
+					size_t *ret_len, size_t *ret_consumed, int *ret_status);

@@ -416,6 +416,19 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 					      json_object_get(accel, "source"), "reason",
 					      json_object_get(accel, "reason")));
 	}
+	/* Booted cold, or restored from which snapshot and the pins it was made from. */
+	if (json_is_object(json_object_get(vm, "boot"))) {
+		static const char *const boot_keys[] = {"mode", "reason", "snapshot", NULL};
+		json_t *boot = pick(json_object_get(vm, "boot"), boot_keys);
+
+		json_t *snap = json_deep_copy(json_object_get(boot, "snapshot"));
+
+		/* The host path says nothing about the VM. */
+		json_object_del(snap, "dir");
+		if (snap)
+			json_object_set_new(boot, "snapshot", snap);
+		json_object_set_new(iso, "boot", boot);
+	}
 	/* What the VM could reach: the egress dialer's allowlist, and a test-only network
 	 * when one was admitted (docs/egress.md). */
 	if (json_is_object(json_object_get(json_object_get(vm, "endpoints"), "egress")))

@@ -12,7 +12,7 @@
  *                                    "policy":{…the compiled policy…},
  *                                    "warnings":["[berth:capability-policy] WARNING: …"]}]},
  *                   "secrets":{"offset":N,"length":M}}      (or "secrets":null)
- *   offset N     the CLI's secrets image (BERTHSEC1, docs/secrets.md), byte for byte
+ *   offset N     the CLI's secrets image (BERTHSEC2, docs/secrets.md), byte for byte
  *
  * The plan is public (every app's policy is readable in the guest anyway); the secrets are
  * copied from the CLI's image by the kernel (copy_file_range), never parsed on the host.

@@ -1397,8 +1397,9 @@ bool denial_text_is_denial(const char *text)
 bool denial_export_reports_denials(const Manifest *m, const char *export_name)
 {
 	const ManifestExport *e = m && export_name ? manifest_find_export(m, export_name) : NULL;
+	const char *type = e ? manifest_field_type(json_object_get(e->output, "denials")) : NULL;
 
-	return e && json_is_object(e->output) && json_streq(e->output, "denials", "array");
+	return type && streq(type, "array");
 }
 
 /* The entries of @result's "denials" that count, cleaned: @ret_lines may be NULL. */

@@ -538,41 +538,116 @@ static void check_secrets(Validator *v, json_t *x, json_t *out)
 	check_string_array(v, x, out, "secrets", check_secret);
 }
 
-#define IO_TYPES "'string' | 'number' | 'boolean' | 'object' | 'array'"
+/* The field types and tool hints are the capability model's (sdk/capability-model.json),
+ * which the SDKs' validators read too. */
+#define IO_TYPES CAPABILITY_EXPORT_FIELD_TYPES_TEXT
+static const char *const io_types[] = CAPABILITY_EXPORT_FIELD_TYPES_INIT;
+static const char *const hint_names[] = CAPABILITY_EXPORT_HINTS_INIT;
+_Static_assert(ELEMENTSOF(hint_names) == _MANIFEST_HINT_MAX, "one name per hint");
+
+const char *manifest_hint_to_string(ManifestHint h)
+{
+	return h >= 0 && h < _MANIFEST_HINT_MAX ? hint_names[h] : NULL;
+}
+
+/* A field's type name: one of io_types. Returns whether it is. */
+static bool check_field_type(Validator *v, json_t *t)
+{
+	_cleanup_free_ char *raw = NULL;
+
+	if (!json_is_string(t)) {
+		issue(v, "Expected " IO_TYPES ", received %s", js_type(t));
+		return false;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(io_types); i++)
+		if (streq(json_string_value(t), io_types[i]) && !has_nul(t))
+			return true;
+	raw = raw_text(json_string_value(t), json_string_length(t));
+	if (!raw)
+		v->oom = true;
+	else
+		issue(v, "Invalid enum value. Expected " IO_TYPES ", received '%s'", raw);
+	return false;
+}
+
+/* An optional string of an export or a field, with its NUL-byte message. */
+static void check_text(Validator *v, json_t *x, json_t *out, const char *key, const char *what)
+{
+	json_t *s = json_object_get(x, key);
+
+	if (!s)
+		return;
+	path_push_key(v, key);
+	if (expect(v, s, "string", false)) {
+		if (has_nul(s))
+			issue(v, "%s must not contain a NUL byte", what);
+		out_set(v, out, key, json_copy(s));
+	}
+	path_pop(v);
+}
+
+/* A field: a type name, or {type, description} (other keys are dropped, as at the top). */
+static void check_field(Validator *v, json_t *f, json_t *out, const char *field)
+{
+	json_t *spec;
+
+	if (!json_is_object(f)) {
+		if (check_field_type(v, f))
+			out_set(v, out, field, json_copy(f));
+		return;
+	}
+	spec = json_object();
+	out_set(v, out, field, spec);
+	if (!spec)
+		return;
+	path_push_key(v, "type");
+	if (!json_object_get(f, "type"))
+		issue(v, "Required");
+	else if (check_field_type(v, json_object_get(f, "type")))
+		out_set(v, spec, "type", json_copy(json_object_get(f, "type")));
+	path_pop(v);
+	check_text(v, f, spec, "description", "field description");
+}
 
 static void check_iospec(Validator *v, json_t *x, json_t *out, const char *key)
 {
-	static const char *const types[] = {"string", "number", "boolean", "object", "array"};
 	const char *field;
-	json_t *t;
+	json_t *f, *spec;
 
 	if (!expect(v, x, "object", false))
 		return;
-	json_object_foreach(x, field, t) {
-		bool known = false;
-
+	spec = json_object();
+	out_set(v, out, key, spec);
+	if (!spec)
+		return;
+	json_object_foreach(x, field, f) {
 		path_push_key(v, field);
-		if (!json_is_string(t))
-			issue(v, "Expected " IO_TYPES ", received %s", js_type(t));
-		else {
-			for (size_t i = 0; i < ELEMENTSOF(types); i++)
-				known = known || streq(json_string_value(t), types[i]);
-			if (!known) {
-				_cleanup_free_ char *raw =
-					raw_text(json_string_value(t), json_string_length(t));
-
-				if (!raw)
-					v->oom = true;
-				else
-					issue(v,
-					      "Invalid enum value. Expected " IO_TYPES
-					      ", received '%s'",
-					      raw);
-			}
-		}
+		check_field(v, f, spec, field);
 		path_pop(v);
 	}
-	out_set(v, out, key, json_deep_copy(x));
+}
+
+/* annotations: the MCP tool hints, each a boolean; keys Berth does not know are dropped. */
+static void check_annotations(Validator *v, json_t *x, json_t *entry)
+{
+	json_t *o;
+
+	if (!expect(v, x, "object", false))
+		return;
+	o = json_object();
+	out_set(v, entry, "annotations", o);
+	if (!o)
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(hint_names); i++) {
+		json_t *b = json_object_get(x, hint_names[i]);
+
+		if (!b)
+			continue;
+		path_push_key(v, hint_names[i]);
+		if (expect(v, b, "boolean", false))
+			out_set(v, o, hint_names[i], json_copy(b));
+		path_pop(v);
+	}
 }
 
 static void check_export(Validator *v, json_t *x, json_t *exports)
@@ -594,6 +669,8 @@ static void check_export(Validator *v, json_t *x, json_t *exports)
 		out_set(v, entry, "name", json_copy(name));
 	}
 	path_pop(v);
+	check_text(v, x, entry, "description", "export description");
+	check_text(v, x, entry, "title", "export title");
 	for (size_t i = 0; i < 2; i++) {
 		const char *key = i == 0 ? "input" : "output";
 		json_t *spec = json_object_get(x, key);
@@ -602,6 +679,11 @@ static void check_export(Validator *v, json_t *x, json_t *exports)
 			continue;
 		path_push_key(v, key);
 		check_iospec(v, spec, entry, key);
+		path_pop(v);
+	}
+	if (json_object_get(x, "annotations")) {
+		path_push_key(v, "annotations");
+		check_annotations(v, json_object_get(x, "annotations"), entry);
 		path_pop(v);
 	}
 }
@@ -1075,12 +1157,24 @@ static int manifest_build(json_t *doc, Manifest **ret)
 	m->exports = calloc(json_array_size(exports) + 1, sizeof(ManifestExport));
 	if (!m->exports)
 		return -ENOMEM;
-	json_array_foreach(exports, i, e)
-		m->exports[m->n_exports++] = (ManifestExport){
+	json_array_foreach(exports, i, e) {
+		ManifestExport *x = &m->exports[m->n_exports++];
+		json_t *hints = json_object_get(e, "annotations");
+
+		*x = (ManifestExport){
 			.name = json_string_value(json_object_get(e, "name")),
+			.description = json_string_value(json_object_get(e, "description")),
+			.title = json_string_value(json_object_get(e, "title")),
 			.input = json_object_get(e, "input"),
 			.output = json_object_get(e, "output"),
 		};
+		for (size_t h = 0; h < _MANIFEST_HINT_MAX; h++) {
+			json_t *b = json_object_get(hints, hint_names[h]);
+
+			x->has_hint[h] = json_is_boolean(b);
+			x->hint[h] = json_is_true(b);
+		}
+	}
 	expose = json_object_get(doc, "expose");
 	m->expose = (ManifestExpose){
 		.browser = json_is_true(json_object_get(expose, "browser")),
@@ -1247,6 +1341,17 @@ size_t manifest_capabilities(const Manifest *m, const char *const **ret)
 {
 	*ret = m->capabilities;
 	return m->n_capabilities;
+}
+
+const char *manifest_field_type(const json_t *spec)
+{
+	return json_is_object(spec) ? json_string_value(json_object_get(spec, "type"))
+				    : json_string_value(spec);
+}
+
+const char *manifest_field_description(const json_t *spec)
+{
+	return json_string_value(json_object_get(spec, "description"));
 }
 
 size_t manifest_exports(const Manifest *m, const ManifestExport **ret)

@@ -53,12 +53,38 @@ typedef struct ManifestError {
 	char *text;
 } ManifestError;
 
-/* One entry of exports:. @input and @output are NULL when not declared (borrowed). */
+/* The MCP tool hints an export may state in berth.yml (annotations:). */
+typedef enum ManifestHint {
+	MANIFEST_HINT_READ_ONLY,
+	MANIFEST_HINT_DESTRUCTIVE,
+	MANIFEST_HINT_IDEMPOTENT,
+	MANIFEST_HINT_OPEN_WORLD,
+	_MANIFEST_HINT_MAX,
+	_MANIFEST_HINT_INVALID = -22,
+} ManifestHint;
+
+/*
+ * One entry of exports:. Everything is borrowed from the manifest; what was not declared
+ * is NULL. @input and @output map a field name to its spec: a type name ("string"), or
+ * {type, description}; read them with manifest_field_type() and
+ * manifest_field_description(). @hints says for each ManifestHint whether berth.yml
+ * stated it (has_hint) and as what (hint).
+ */
 typedef struct ManifestExport {
 	const char *name;
+	const char *description;
+	const char *title;
 	json_t *input;
 	json_t *output;
+	bool has_hint[_MANIFEST_HINT_MAX];
+	bool hint[_MANIFEST_HINT_MAX];
 } ManifestExport;
+
+/* A field spec's type ("string", ...) and description (NULL when none). */
+const char *manifest_field_type(const json_t *spec);
+const char *manifest_field_description(const json_t *spec);
+/* "readOnlyHint", ... as berth.yml and MCP name them. */
+const char *manifest_hint_to_string(ManifestHint h);
 
 /* resources:. A has_* flag is false when the key is absent. */
 typedef struct ManifestResources {

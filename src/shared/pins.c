@@ -23,6 +23,11 @@ const char *pin_linux_release(void)
 	return PIN_LINUX_RELEASE;
 }
 
+const char *pin_rootfs_daemons(void)
+{
+	return PIN_ROOTFS_DAEMONS;
+}
+
 void pinset_compiled(PinSet *ret)
 {
 	memset(ret, 0, sizeof(*ret));

@@ -25,6 +25,9 @@ typedef struct Pin {
 
 const Pin *pin_get(ArtifactKind kind);
 const char *pin_linux_release(void);
+/* The brokers the pinned root image ships ("egress-broker,github-api-broker"), from its
+ * manifest's "daemons": what a boot may ask of it without finding it missing. */
+const char *pin_rootfs_daemons(void);
 
 /* Install layout, relative to ~/.berth/vm:
  *   kernel/sha256/<kernel sha>/vmlinux, kernel/sha256/<kernel sha>/initrd-<initrd sha>.cpio,

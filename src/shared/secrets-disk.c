@@ -35,6 +35,40 @@ static bool declared_by_any(const SecretsDiskApp *apps, size_t n_apps, const cha
 	return false;
 }
 
+/* A secret that goes to a broker instead of the apps, when an app declares a capability of
+ * its namespace: the broker uses it on the app's behalf, and the app gets a placeholder. */
+typedef struct SecretRoute {
+	const char *ns, *name, *daemon, *placeholder, *what;
+} SecretRoute;
+
+static const SecretRoute secret_routes[] = {
+	{"github", "GITHUB_TOKEN", SECRETS_GITHUB_DAEMON, SECRETS_GITHUB_TOKEN_PLACEHOLDER,
+	 "the GitHub API broker"},
+};
+
+static bool declares_ns(const Manifest *m, const char *ns)
+{
+	const char *const *caps;
+	size_t n = m ? manifest_capabilities(m, &caps) : 0, len = strlen(ns);
+
+	for (size_t i = 0; i < n; i++)
+		if (strneq(caps[i], ns, len) && caps[i][len] == ':')
+			return true;
+	return false;
+}
+
+static const SecretRoute *route_of(const SecretsDiskApp *apps, size_t n_apps, const char *name)
+{
+	for (size_t r = 0; r < ELEMENTSOF(secret_routes); r++) {
+		if (!streq(secret_routes[r].name, name))
+			continue;
+		for (size_t i = 0; i < n_apps; i++)
+			if (declares_ns(apps[i].manifest, secret_routes[r].ns))
+				return &secret_routes[r];
+	}
+	return NULL;
+}
+
 void secrets_disk_warn(const EnvSet *env, const SecretsDiskApp *apps, size_t n_apps,
 		       SecretsWarnFn warn, void *userdata)
 {
@@ -42,7 +76,16 @@ void secrets_disk_warn(const EnvSet *env, const SecretsDiskApp *apps, size_t n_a
 
 	for (size_t i = 0; i < env_set_size(env); i++) {
 		const char *name = env_set_name(env, i);
+		const SecretRoute *route = route_of(apps, n_apps, name);
 
+		if (route) {
+			snprintf(
+				line, sizeof(line),
+				"[berth] %s goes to %s alone: the app that declares %s: capabilities gets a placeholder in its place, and the broker adds the real value to the requests those capabilities allow",
+				name, route->what, route->ns);
+			warn(line, userdata);
+			continue;
+		}
 		if (declared_by_any(apps, n_apps, name))
 			continue;
 		snprintf(
@@ -132,38 +175,78 @@ static void emit_pair(Writer *w, bool *first, const EnvSet *env, size_t i)
 	emit_json_string(w, value, len);
 }
 
+/* @name=@value, or its placeholder, in app @a's object, opened on first use. */
+static void emit_app_pair(Writer *w, bool *first, bool *first_app, const char *app,
+			  const char *name, const char *value, size_t len)
+{
+	if (*first) {
+		if (!*first_app)
+			emit(w, ",", 1);
+		*first_app = false;
+		emit_json_string(w, app, strlen(app));
+		emit(w, ":{", 2);
+	} else
+		emit(w, ",", 1);
+	*first = false;
+	emit_json_string(w, name, strlen(name));
+	emit(w, ":", 1);
+	emit_json_string(w, value, len);
+}
+
 static void emit_document(Writer *w, const EnvSet *env, const SecretsDiskApp *apps, size_t n_apps)
 {
 	bool first = true, first_app = true;
 
 	emit_str(w, SECRETS_DISK_MAGIC "{\"shared\":{");
 	for (size_t i = 0; i < env_set_size(env); i++)
-		if (!declared_by_any(apps, n_apps, env_set_name(env, i)))
+		if (!declared_by_any(apps, n_apps, env_set_name(env, i)) &&
+		    !route_of(apps, n_apps, env_set_name(env, i)))
 			emit_pair(w, &first, env, i);
 	emit_str(w, "},\"apps\":{");
 	for (size_t a = 0; a < n_apps; a++) {
 		const EnvSet *own = apps[a].own;
 
 		first = true;
-		for (size_t k = 0; k < 2; k++) {
-			/* First the CLI's own values, then the declared ones they leave. */
-			const EnvSet *set = k == 0 ? own : env;
+		/* First the CLI's own values, then the declared ones they leave. */
+		for (size_t i = 0; i < env_set_size(own); i++) {
+			size_t len;
+			const char *value = env_set_value(own, i, &len);
 
-			for (size_t i = 0; i < env_set_size(set); i++) {
-				const char *name = env_set_name(set, i);
+			emit_app_pair(w, &first, &first_app, apps[a].name, env_set_name(own, i),
+				      value, len);
+		}
+		for (size_t i = 0; i < env_set_size(env); i++) {
+			const char *name = env_set_name(env, i);
+			const SecretRoute *route = route_of(apps, n_apps, name);
+			size_t len;
+			const char *value = env_set_value(env, i, &len);
 
-				if (k == 1 && (!declares(apps[a].manifest, name) ||
-					       env_set_get(own, name, NULL)))
-					continue;
-				if (first) {
-					if (!first_app)
-						emit(w, ",", 1);
-					first_app = false;
-					emit_json_string(w, apps[a].name, strlen(apps[a].name));
-					emit(w, ":{", 2);
-				}
-				emit_pair(w, &first, set, i);
-			}
+			if (env_set_get(own, name, NULL))
+				continue;
+			/* A routed secret: the app of its namespace gets the placeholder, no app
+			 * the value. */
+			if (route && declares_ns(apps[a].manifest, route->ns))
+				emit_app_pair(w, &first, &first_app, apps[a].name, name,
+					      route->placeholder, strlen(route->placeholder));
+			else if (!route && declares(apps[a].manifest, name))
+				emit_app_pair(w, &first, &first_app, apps[a].name, name, value,
+					      len);
+		}
+		if (!first)
+			emit(w, "}", 1);
+	}
+	emit_str(w, "},\"daemons\":{");
+	first_app = true;
+	for (size_t r = 0; r < ELEMENTSOF(secret_routes); r++) {
+		first = true;
+		for (size_t i = 0; i < env_set_size(env); i++) {
+			size_t len;
+			const char *value = env_set_value(env, i, &len);
+
+			if (route_of(apps, n_apps, env_set_name(env, i)) != &secret_routes[r])
+				continue;
+			emit_app_pair(w, &first, &first_app, secret_routes[r].daemon,
+				      env_set_name(env, i), value, len);
 		}
 		if (!first)
 			emit(w, "}", 1);

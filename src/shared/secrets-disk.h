@@ -7,17 +7,26 @@
 #include "manifest.h"
 
 /*
- * The secrets disk the CLI hands to a VM (SPEC §7.3, docs/secrets.md): "BERTHSEC1\n",
- * then JSON {"shared":{NAME:value},"apps":{"<app>":{NAME:value}}}, then NUL bytes up to
- * a multiple of 512; at most 1 MiB. berth-vmm attaches it read-only, and the guest's
- * berth-init reads it once, as root, before any app starts (src/berth-init/secrets.c).
+ * The secrets disk the CLI hands to a VM (SPEC §7.3, docs/secrets.md): "BERTHSEC2\n",
+ * then JSON {"shared":{NAME:value},"apps":{"<app>":{NAME:value}},
+ * "daemons":{"<daemon>":{NAME:value}}}, then NUL bytes up to a multiple of 512; at most
+ * 1 MiB. berth-vmm attaches it read-only, and the guest's berth-init reads it once, as
+ * root, before any app starts (src/berth-init/secrets.c), which still reads version 1
+ * (no "daemons").
  *
  * Scoping: a name some app lists under secrets: in its berth.yml goes to the apps that
  * list it, and to no other; any other name goes to "shared", which every app receives.
+ * A name a broker uses on an app's behalf goes to that broker's daemon scope alone, when
+ * an app declares the broker's namespace: GITHUB_TOKEN to "github-api-broker" for an app
+ * with github: capabilities, which gets SECRETS_GITHUB_TOKEN_PLACEHOLDER in its place.
  */
 
 #define SECRETS_DISK_SIZE_MAX (1024 * 1024)
-#define SECRETS_DISK_MAGIC "BERTHSEC1\n"
+#define SECRETS_DISK_MAGIC "BERTHSEC2\n"
+#define SECRETS_GITHUB_DAEMON "github-api-broker"
+/* What the GitHub app finds in GITHUB_TOKEN: it says a token exists (SPEC 10's live mode)
+ * and is worth nothing anywhere, the broker putting the real one into allowed requests. */
+#define SECRETS_GITHUB_TOKEN_PLACEHOLDER "berth-placeholder-the-github-broker-adds-the-token"
 #define SECRETS_DISK_ALIGN 512
 
 typedef struct SecretsDiskApp {

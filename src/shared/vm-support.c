@@ -8,6 +8,7 @@
 
 #include "macros.h"
 #include "parse-util.h"
+#include "pins.h"
 #include "vm-support.h"
 
 typedef struct Unsupported {
@@ -19,10 +20,29 @@ typedef struct Unsupported {
 static const Unsupported unsupported[] = {
 	{"network", "peer", "the VM has no mesh network (WireGuard) daemon"},
 	{"browser", NULL, "the VM has no browser layer"},
-	{"github", NULL, "the VM has no GitHub API broker"},
 };
 
+/* Is @name one of the comma-separated @list? */
+static bool listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p && *p;) {
+		size_t len = strcspn(p, ",");
+
+		if (len == n && strneq(p, name, n))
+			return true;
+		p += len + (p[len] == ',');
+	}
+	return false;
+}
+
 int vm_support_check(const Manifest *m, char **reason)
+{
+	return vm_support_check_image(m, pin_rootfs_daemons(), reason);
+}
+
+int vm_support_check_image(const Manifest *m, const char *daemons, char **reason)
 {
 	const char *const *caps;
 	size_t n = manifest_capabilities(m, &caps);
@@ -39,6 +59,22 @@ int vm_support_check(const Manifest *m, char **reason)
 				    reason,
 				    "\"%s\" in %s's berth.yml: the VM runtime supports network:connect:<port> and network:host:<host> only; remove it or change it to one of those (see docs/vm.md)",
 				    caps[i], manifest_name(m)) < 0)
+				*reason = NULL;
+			return -EOPNOTSUPP;
+		}
+		if (streq(ns, "github") && !listed(daemons, "github-api-broker")) {
+			if (asprintf(
+				    reason,
+				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no GitHub API broker (its manifest lists %s). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/github.md)",
+				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
+				*reason = NULL;
+			return -EOPNOTSUPP;
+		}
+		if (streq(ns, "terminal") && !listed(daemons, "terminal-view")) {
+			if (asprintf(
+				    reason,
+				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no terminal web view (its manifest lists %s). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/terminal.md)",
+				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
 				*reason = NULL;
 			return -EOPNOTSUPP;
 		}
@@ -117,15 +153,83 @@ static char *egress_pattern(const char *scope)
 	return out;
 }
 
-static bool declares_broker_port(const Manifest *m)
+static bool declares_port(const Manifest *m, const char *connect)
 {
 	const char *const *caps;
 	size_t n = manifest_capabilities(m, &caps);
 
 	for (size_t i = 0; i < n; i++)
-		if (streq(caps[i], "network:connect:8090") || streq(caps[i], "network:connect:*"))
+		if (streq(caps[i], connect) || streq(caps[i], "network:connect:*"))
 			return true;
 	return false;
+}
+
+static bool declares_github(const Manifest *m)
+{
+	const char *const *caps;
+	size_t n = manifest_capabilities(m, &caps);
+
+	for (size_t i = 0; i < n; i++)
+		if (strneq(caps[i], "github:", 7) && capability_parse(caps[i], NULL, NULL, NULL) == 0)
+			return true;
+	return false;
+}
+
+/* @next appended to the comma list *@names. */
+static int append_name(char **names, const char *next)
+{
+	char *s = NULL;
+
+	if (asprintf(&s, "%s%s%s", *names ? *names : "", *names ? ", " : "", next) < 0)
+		return -ENOMEM;
+	free(*names);
+	*names = s;
+	return 0;
+}
+
+/* The GitHub broker's part of the plan: one github: app at most, which dials
+ * VM_GITHUB_EGRESS. Returns 0, -EOPNOTSUPP with *@reason, or -ENOMEM. */
+static int github_plan(const Manifest *const *apps, size_t n, char **allow, size_t *n_allow,
+		       const Manifest **ret_app, char **reason)
+{
+	_cleanup_free_ char *names = NULL;
+	size_t found = 0;
+	bool dup = false;
+
+	*ret_app = NULL;
+	for (size_t a = 0; a < n; a++) {
+		if (!declares_github(apps[a]))
+			continue;
+		*ret_app = apps[a];
+		found++;
+		if (append_name(&names, manifest_name(apps[a])) < 0)
+			return -ENOMEM;
+	}
+	if (found > 1) {
+		if (asprintf(
+			    reason,
+			    "at most one app may declare a github:* capability when running multiple apps together — found %zu: %s",
+			    found, names) < 0)
+			*reason = NULL;
+		return -EOPNOTSUPP;
+	}
+	if (found == 0)
+		return 0;
+	for (size_t k = 0; k < *n_allow && !dup; k++)
+		dup = streq(allow[k], VM_GITHUB_EGRESS);
+	if (dup)
+		return 0;
+	if (*n_allow >= VM_EGRESS_PATTERNS_MAX) {
+		if (asprintf(reason, "%s's berth.yml names more than %d egress hosts, more than berth-vmm takes; use '*' globs to cover several with one scope",
+			     manifest_name(*ret_app), VM_EGRESS_PATTERNS_MAX) < 0)
+			*reason = NULL;
+		return -EOPNOTSUPP;
+	}
+	allow[*n_allow] = strdup(VM_GITHUB_EGRESS);
+	if (!allow[*n_allow])
+		return -ENOMEM;
+	(*n_allow)++;
+	return 0;
 }
 
 int vm_egress_plan(const Manifest *const *apps, size_t n, char ***ret_allow, char **ret_warning,
@@ -207,12 +311,28 @@ int vm_egress_plan(const Manifest *const *apps, size_t n, char ***ret_allow, cha
 		vm_egress_allow_free(allow);
 		return -EOPNOTSUPP;
 	}
-	if (egress_app && !declares_broker_port(egress_app) &&
-	    asprintf(
-		    ret_warning,
-		    "%s declares network:host: but not network:connect:8090, so the kernel (Landlock) will keep it from reaching the egress broker on 127.0.0.1:8090 and its requests will fail; add network:connect:8090 to its berth.yml",
-		    manifest_name(egress_app)) < 0)
-		*ret_warning = NULL;
+	{
+		const Manifest *github_app = NULL;
+		int r = github_plan(apps, n, allow, &n_allow, &github_app, reason);
+
+		if (r < 0) {
+			vm_egress_allow_free(allow);
+			return r;
+		}
+		if (egress_app && !declares_port(egress_app, "network:connect:8090") &&
+		    asprintf(
+			    ret_warning,
+			    "%s declares network:host: but not network:connect:8090, so the kernel (Landlock) will keep it from reaching the egress broker on 127.0.0.1:8090 and its requests will fail; add network:connect:8090 to its berth.yml",
+			    manifest_name(egress_app)) < 0)
+			*ret_warning = NULL;
+		if (!*ret_warning && github_app &&
+		    !declares_port(github_app, "network:connect:8092") &&
+		    asprintf(
+			    ret_warning,
+			    "%s declares github: but not network:connect:8092, so the kernel (Landlock) will keep it from reaching the GitHub broker on 127.0.0.1:8092 and its requests will fail; add network:connect:8092 to its berth.yml",
+			    manifest_name(github_app)) < 0)
+			*ret_warning = NULL;
+	}
 	*ret_allow = allow;
 	return (int)n_allow;
 nomem:

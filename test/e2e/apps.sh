@@ -17,7 +17,7 @@ cp -r "$src/apps/notes" "$notes"
 log=$BERTH_HOME/dev.log
 if start_dev "$notes" "$log"; then ok "berth dev boots apps/notes"; else not_ok "berth dev boots apps/notes"; diag < "$log"; fi
 check "it says how long the VM took, split into bundle and boot" \
-	grep -Eq '^VM ready in [0-9]+ ms \(bundle [0-9]+ ms, (cached|fresh), boot [0-9]+ ms\)\. boot [0-9a-f-]{36}, berth-vmm pid [0-9]+$' "$log"
+	grep -Eq '^VM ready in [0-9]+ ms \(bundle [0-9]+ ms, (cached|fresh), (boot|restore) [0-9]+ ms\)\. boot [0-9a-f-]{36}, berth-vmm pid [0-9]+$' "$log"
 check "and where to find it" grep -q "run dir $BERTH_HOME/run/vm/berth-dev-notes; call it with \`berth rpc notes --export <name>\`" "$log"
 
 id=$(rpc notes --export add_note --input '{"text":"buy milk"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')

@@ -125,7 +125,7 @@ def main():
     print("1..10", flush=True)
     home = tempfile.mkdtemp(prefix="berth-hostile.")
     env = dict(os.environ, BERTH_HOME=home)
-    inst = subprocess.run([BERTH, "vm", "install", "--from", ARTIFACTS, "--no-download", "--vmm", VMM],
+    inst = subprocess.run([BERTH, "vm", "install", "--from", ARTIFACTS, "--no-download", "--no-snapshot", "--vmm", VMM],
                           env=env, capture_output=True, text=True)
     if inst.returncode != 0:
         print("Bail out! cannot install artifacts: " + inst.stderr)

@@ -11,7 +11,7 @@ qemu=$(command -v qemu-system-x86_64) || skip_all "no qemu-system-x86_64: QEMU's
 abi=$(python3 -c 'import ctypes; print(max(0, ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)))')
 [ "$abi" -ge 6 ] || skip_all "this kernel's Landlock ABI is $abi, the tests need 6"
 new_home
-plan 23
+plan 24
 
 # expect FILE LINE...: every LINE is in the probe's output FILE.
 expect() {
@@ -34,12 +34,13 @@ echo rootfs >"$rootfs"
 prun=$BERTH_HOME/run/vm/probe
 mkdir -p "$prun"
 echo '{}' >"$prun/vm.json"
+: >"$prun/console.log" # berth-vmm's, which QEMU may not write
 echo 'token: secret' >"$BERTH_HOME/config.yml"
 firmware=$(readlink -f "$(dirname "$(readlink -f "$qemu")")/../share/qemu/bios-microvm.bin")
 # agent.sock stands for a named socket of the user's (an ssh agent, D-Bus), other.sock for
 # one in the run dir that QEMU did not make; the probe listens on both first.
 "$probe" qemu "$prun" "$kernel" read-artifact "read=$firmware" read=/etc/ld.so.cache \
-	read=/dev/urandom "truncate=$prun/console.log" "bind-unix=$prun/qemu-mux.sock" \
+	read=/dev/urandom "truncate=$prun/console.log" "bind-unix=$prun/qemu-mux.sock" "bind-unix=$prun/qmp.sock" \
 	read=/etc/shadow "read=$BERTH_HOME/config.yml" "read=$rootfs" read=/proc/1/environ \
 	"write=$prun/vm.json" "create=$prun/new" "unlink=$prun/vm.json" exec=/bin/true \
 	tcp-connect=9 tcp-bind=0 udp-socket udp6-socket raw-socket packet-socket netlink-route \
@@ -48,10 +49,12 @@ firmware=$(readlink -f "$(dirname "$(readlink -f "$qemu")")/../share/qemu/bios-m
 	"unix-connect=$BERTH_HOME/agent.sock" "unix-connect=$prun/other.sock" \
 	abstract-connect signal-parent ptrace unshare-user clone-newns \
 	clone3 mount bpf keyctl init-module io-uring perf-event >"$BERTH_HOME/qemu-probe.txt" 2>&1
-check "QEMU's domain reads the VM's files, its firmware and libraries; writes its console; makes its socket" \
+check "QEMU's domain reads the VM's files, its firmware and libraries; makes its sockets" \
 	expect "$BERTH_HOME/qemu-probe.txt" "read-artifact: ok" "read=$firmware: ok" \
-	"read=/etc/ld.so.cache: ok" "read=/dev/urandom: ok" "truncate=$prun/console.log: ok" \
-	"bind-unix=$prun/qemu-mux.sock: ok"
+	"read=/etc/ld.so.cache: ok" "read=/dev/urandom: ok" \
+	"bind-unix=$prun/qemu-mux.sock: ok" "bind-unix=$prun/qmp.sock: ok"
+check "QEMU cannot write the console file: its console is a pipe berth-vmm reads" \
+	expect "$BERTH_HOME/qemu-probe.txt" "truncate=$prun/console.log: EACCES"
 check "QEMU cannot read /etc/shadow, ~/.berth, an image it was not given, or other processes" \
 	expect "$BERTH_HOME/qemu-probe.txt" "read=/etc/shadow: EACCES" \
 	"read=$BERTH_HOME/config.yml: EACCES" "read=$rootfs: EACCES" "read=/proc/1/environ: EACCES"

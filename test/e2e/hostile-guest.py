@@ -54,7 +54,7 @@ def main():
     print("1..8", flush=True)
     home = tempfile.mkdtemp(prefix="berth-hostile.")
     env = dict(os.environ, BERTH_HOME=home)
-    subprocess.run([BERTH, "vm", "install", "--from", ARTIFACTS, "--no-download", "--vmm", VMM],
+    subprocess.run([BERTH, "vm", "install", "--from", ARTIFACTS, "--no-download", "--no-snapshot", "--vmm", VMM],
                    env=env, check=True, capture_output=True)
     sock = os.path.join(home, "guest.sock")
     listener = socket.socket(socket.AF_UNIX)

@@ -47,8 +47,9 @@ require_artifacts() {
 }
 
 # Install the artifacts into $BERTH_HOME through the real CLI.
+# The suite runs on the cold path by default; e2e-warm makes and restores snapshots.
 install_artifacts() {
-	"$berth" vm install --from "$artifacts" --no-download --vmm "$vmm" >"$BERTH_HOME/install.log" 2>&1
+	"$berth" vm install --from "$artifacts" --no-download --no-snapshot --vmm "$vmm" >"$BERTH_HOME/install.log" 2>&1
 }
 
 # wait_state NAME STATE [SECONDS]: poll vm.json until the VM reaches STATE.

@@ -74,7 +74,7 @@ before(() => {
 after(async () => {
 	for (const c of clients) await c.close().catch(() => {});
 	if (!home) return;
-	for (const name of ["berth-mcp-filesystem", "berth-mcp-mcp-slow", "berth-dev-notes"]) run(["vm", "stop", name]);
+	for (const name of ["berth-mcp-filesystem", "berth-mcp-mcp-slow", "berth-dev-notes", "berth-mcp-mcp-fixture", "berth-dev-mcp-fixture"]) run(["vm", "stop", name]);
 	rmSync(home, { recursive: true, force: true });
 });
 
@@ -168,7 +168,8 @@ test("attach to berth dev's VM, round trip, across a reload, leave it running; s
 		await waitFor("berth dev to be ready", () => /^VM ready in/m.test(devOut), 600);
 
 		const { client, log, stray } = await connect(["--app", "notes", "--app-dir", appDir, "--only", "add_note,list_notes", "--run-id", "mcp-e2e-notes"]);
-		assert.match(log.text, /attached to the running VM "berth-dev-notes"/);
+		// Standard error is a stream of its own: the line may come after initialize's answer.
+		await waitFor("the attach line", () => /attached to the running VM "berth-dev-notes"/.test(log.text));
 		const { tools } = await client.listTools();
 		assert.deepEqual(tools.map((t) => t.name), ["add_note", "list_notes"]);
 		const note = `from mcp ${process.pid}`;
@@ -279,6 +280,86 @@ test("cancelled and unanswered calls, app errors, --warm", LONG, async () => {
 	assert.match(log.text, /serving mcp-slow's exports/);
 	assert.ok(!log.text.includes(secret), "the secret is not in berth mcp's log");
 	assert.ok(!readFileSync(join(home, "audit/audit.jsonl"), "utf8").includes(secret), "nor in the audit trail");
+});
+
+test("a real app's tool metadata, structuredContent the SDK validates, and progress during its boot", LONG, async () => {
+	const appDir = join(src, "test/e2e/fixtures/mcp-fixture");
+	const { client, log, stray } = await connect(["--app", "mcp-fixture", "--app-dir", appDir, "--run-id", "mcp-e2e-fixture"]);
+	const { tools } = await client.listTools();
+	const add = tools.find((t) => t.name === "add_note");
+	assert.equal(add.title, "Add a note");
+	assert.equal(add.description, "Add a note and return its id and how many notes there are.");
+	assert.deepEqual(add.inputSchema.properties.text, { type: "string", description: "what the note says" });
+	assert.deepEqual(add.outputSchema.properties, { id: { type: "string", description: "the new note's id" }, count: { type: "number" } });
+	assert.deepEqual(add.annotations, { readOnlyHint: false, openWorldHint: false });
+	assert.deepEqual(tools.find((t) => t.name === "list_notes").annotations, { readOnlyHint: true, openWorldHint: false, idempotentHint: true });
+
+	// The first call waits for the boot and hears its stages.
+	const progress = [];
+	let r = await client.callTool({ name: "add_note", arguments: { text: "in a real VM" } }, undefined, { onprogress: (p) => progress.push(p), timeout: 600_000 });
+	assert.ok(!r.isError, text(r));
+	assert.match(r.structuredContent.id, /^[0-9a-f-]{36}$/);
+	assert.equal(r.structuredContent.count, 1);
+	assert.ok(progress.length >= 2, JSON.stringify(progress));
+	for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress);
+	assert.ok(progress.some((p) => p.message === "booting the VM berth-mcp-mcp-fixture"), JSON.stringify(progress));
+	assert.equal(progress.at(-1).message, 'starting "mcp-fixture" in the VM');
+	r = await client.callTool({ name: "list_notes", arguments: {} });
+	assert.equal(r.structuredContent.notes[0].text, "in a real VM");
+	r = await client.callTool({ name: "bad_output", arguments: {} });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /does not match the output its berth\.yml declares \(id: expected string, received number\)/);
+	await client.close();
+	await waitFor("the VM berth mcp booted to stop", () => !running("berth-mcp-mcp-fixture"), 120);
+	assert.deepEqual(stray, []);
+	assert.match(log.text, /kernel enforcement in this VM: enforced/);
+});
+
+test("the MCP Inspector's CLI in both eras, and raw 2026-07-28 requests, against berth dev's VM", LONG, async () => {
+	const inspector = join(src, "node_modules/.bin/mcp-inspector");
+	const appDir = join(home, "mcp-fixture");
+	cpSync(join(src, "test/e2e/fixtures/mcp-fixture"), appDir, { recursive: true });
+	const dev = spawn(berth, ["dev"], { cwd: appDir, env, stdio: ["ignore", "pipe", "pipe"] });
+	let devOut = "";
+	dev.stdout.on("data", (d) => (devOut += d));
+	dev.stderr.on("data", (d) => (devOut += d));
+	try {
+		await waitFor("berth dev to be ready", () => /^VM ready in/m.test(devOut), 600);
+		const pass = ["-e", `BERTH_HOME=${home}`, "-e", `BERTH_AUDIT_PATH=${env.BERTH_AUDIT_PATH}`];
+		for (const era of ["legacy", "modern", "auto"]) {
+			const r = spawnSync(
+				inspector,
+				["--cli", "--protocol-era", era, ...pass, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", `text=${era}`, "--", berth, "mcp", "--app", "mcp-fixture", "--app-dir", appDir],
+				{ env: { ...env, HOME: home, MCP_CATALOG_PATH: join(home, "inspector.json") }, encoding: "utf8", timeout: 300_000 },
+			);
+			assert.equal(r.status, 0, `${era}: ${r.stderr}${r.stdout}`);
+			assert.deepEqual(JSON.parse(r.stdout).structuredContent, { text: era });
+		}
+		const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+		const raw = spawnSync(berth, ["mcp", "--app", "mcp-fixture", "--app-dir", appDir], {
+			env,
+			encoding: "utf8",
+			timeout: 120_000,
+			input: [
+				{ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta } },
+				{ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "add_note", arguments: { text: "stateless" }, _meta: meta } },
+				{ jsonrpc: "2.0", id: 3, method: "tools/list", params: { _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": "2030-01-01" } } },
+			]
+				.map((m) => JSON.stringify(m))
+				.join("\n") + "\n",
+		});
+		assert.equal(raw.status, 0, raw.stderr);
+		const msgs = raw.stdout.trim().split("\n").map((l) => JSON.parse(l));
+		const byId = (id) => msgs.find((m) => m.id === id);
+		assert.deepEqual(byId(1).result.supportedVersions, ["2026-07-28"]);
+		assert.equal(byId(2).result.resultType, "complete");
+		assert.match(byId(2).result.structuredContent.id, /^[0-9a-f-]{36}$/);
+		assert.equal(byId(3).error.code, -32022);
+		assert.ok(running("berth-dev-mcp-fixture"));
+	} finally {
+		dev.kill("SIGINT");
+		await new Promise((res) => dev.on("exit", res));
+	}
 });
 
 test("the audit trail: every call recorded, verify passes, an edited record is caught", { skip }, () => {

@@ -23,17 +23,17 @@ cc=${CLANG:-clang-14}
 # The library sources each target needs, and the libraries they link.
 libs=
 case "$target" in
-mux-frames) sources="src/basic/mux.c" ;;
+mux-frames) sources="src/basic/mux.c src/basic/random-util.c" ;;
 manifest)
-	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
+	sources="src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
 	libs="-lyaml -ljansson"
 	;;
 egress-head)
-	sources="src/egress-broker/rules.c src/egress-broker/http-head.c src/basic/fileio.c src/basic/host-glob.c"
+	sources="src/egress-broker/rules.c src/egress-broker/http-head.c src/basic/fileio.c src/basic/host-glob.c src/basic/parse-util.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-ljansson"
 	;;
 egress-request)
-	sources="src/berth-vmm/egress-policy.c src/basic/host-glob.c"
+	sources="src/berth-vmm/egress-policy.c src/basic/host-glob.c src/basic/parse-util.c"
 	libs="-ljansson"
 	;;
 guest-console)
@@ -44,15 +44,23 @@ guest-event)
 	libs="-ljansson"
 	;;
 mcp-stdin)
-	sources="src/berth/mcp-framing.c src/berth/mcp-tools.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
+	sources="src/berth/mcp/framing.c src/berth/mcp/tools.c src/berth/mcp/protocol.c src/berth/mcp/methods.c src/basic/line-conn.c src/basic/evloop.c src/basic/log.c src/basic/time-util.c src/basic/parse-util.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
 	libs="-lyaml -ljansson -lm"
 	;;
 denial)
-	sources="src/shared/denial.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
+	sources="src/shared/denial.c src/basic/term-text.c src/shared/manifest.c src/shared/yaml-json.c src/basic/fileio.c src/basic/utf8.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
 	libs="-lyaml -ljansson -lm"
 	;;
+github-route)
+	sources="src/github-broker/routes.c src/capability/capability.c src/capability/policy.c src/basic/utf8.c src/basic/js-quote.c src/basic/fileio.c src/basic/parse-util.c"
+	libs="-ljansson -lm"
+	;;
+github-request)
+	sources="src/github-broker/routes.c src/egress-broker/http-head.c src/egress-broker/rules.c src/capability/capability.c src/capability/policy.c src/basic/utf8.c src/basic/js-quote.c src/basic/fileio.c src/basic/host-glob.c src/basic/parse-util.c"
+	libs="-ljansson -lm"
+	;;
 policy)
-	sources="src/shared/boot-disk.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c"
+	sources="src/shared/boot-disk.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
 	libs="-ljansson -lm"
 	;;
 view-checks)
@@ -80,8 +88,8 @@ python3 tools/gen-capability-model.py sdk/capability-model.json "$out/capability
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/berth-vmm -Isrc/berth \
-	-Isrc/terminal-view \
+	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/github-broker -Isrc/berth-vmm -Isrc/berth \
+	-Isrc/berth/mcp -Isrc/terminal-view \
 	-Isrc/capability -I"$out" \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 

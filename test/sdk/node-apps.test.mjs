@@ -226,3 +226,55 @@ test("hello-world template through its runtime over stdio: ping → pong", async
 	assert.equal(rt.stdout, '{"id":"1","result":{"message":"pong"}}\n');
 	assert.ok(rt.stderr.includes('[berth:runtime] "hello" ready'));
 });
+
+test("github-assistant: SPEC 10's stub without a token; live through the API with one", async () => {
+	const seen = [];
+	const api = (await import("node:http")).createServer((req, res) => {
+		let body = "";
+		req.on("data", (d) => (body += d));
+		req.on("end", () => {
+			seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
+			res.setHeader("content-type", "application/json");
+			if (req.url === "/repos/o/r") res.end(JSON.stringify({ full_name: "o/r", description: "a repo", open_issues_count: 4 }));
+			else if (req.method === "POST" && req.url === "/repos/o/r/issues") res.writeHead(201).end('{"number":1}');
+			else res.writeHead(403).end('{"message":"denied: no declared capability covers github:read:user"}');
+		});
+	});
+	await new Promise((r) => api.listen(0, "127.0.0.1", r));
+	const saved = { ...process.env };
+	delete process.env.GITHUB_TOKEN;
+	delete process.env.GITHUB_REPO;
+	process.env.GITHUB_API_BASE_URL = `http://127.0.0.1:${api.address().port}`;
+	try {
+		const { call } = await loadApp("github-assistant");
+		assert.deepEqual((await call("get_repo_summary", { repo: "o/r" })).result, {
+			summary: "o/r (stub — set GITHUB_TOKEN for live data)",
+			open_issues: 0,
+		});
+		assert.deepEqual((await call("get_repo_summary", { repo: "berth" })).result, {
+			summary: "berth (stub — set GITHUB_TOKEN for live data)",
+			open_issues: 0,
+		}, "the stub answers for any repo");
+		assert.equal((await call("create_issue", { title: "t", body: "b" })).result, null, "no-op without GITHUB_REPO");
+		assert.equal(seen.length, 0, "stub mode sends nothing");
+
+		process.env.GITHUB_TOKEN = "berth-placeholder-the-github-broker-adds-the-token";
+		assert.deepEqual((await call("get_repo_summary", { repo: "o/r" })).result, { summary: "a repo", open_issues: 4 });
+		assert.deepEqual(seen.at(-1), { method: "GET", url: "/repos/o/r", auth: `Bearer ${process.env.GITHUB_TOKEN}`, body: "" });
+		assert.equal((await call("create_issue", { title: "t", body: "b" })).result, null, "still a no-op without GITHUB_REPO");
+		process.env.GITHUB_REPO = "o/r";
+		assert.equal((await call("create_issue", { title: "t", body: "b" })).result, null);
+		assert.deepEqual(seen.at(-1), { method: "POST", url: "/repos/o/r/issues", auth: `Bearer ${process.env.GITHUB_TOKEN}`, body: '{"title":"t","body":"b"}' });
+		const n = seen.length;
+		assert.match((await call("get_repo_summary", { repo: "../user" })).error, /repo must be "owner\/name"/);
+		assert.match((await call("get_repo_summary", { repo: "o/../../user" })).error, /repo must be "owner\/name"/);
+		assert.equal(seen.length, n, "a malformed repo is refused before any request");
+		assert.match((await call("get_repo_summary", { repo: "other/x" })).error, /^GitHub API 403: .*denied/);
+	} finally {
+		for (const k of ["GITHUB_TOKEN", "GITHUB_REPO", "GITHUB_API_BASE_URL"]) {
+			if (saved[k] === undefined) delete process.env[k];
+			else process.env[k] = saved[k];
+		}
+		api.close();
+	}
+});

@@ -298,6 +298,46 @@ test("configureEgressProxy routes fetch() through BERTH_EGRESS_PROXY_URL", async
 	proxy.close();
 });
 
+test("configureEgressProxy sends api.github.com to BERTH_GITHUB_API_PROXY, the rest to the egress proxy", async () => {
+	const target = http.createServer((req, res) => res.end(`hello ${req.url}`));
+	await new Promise((r) => target.listen(0, "127.0.0.1", r));
+	const port = target.address().port;
+	// A CONNECT proxy that tunnels to the target whatever host it is asked for.
+	const makeProxy = async (seen) => {
+		const proxy = http.createServer((req, res) => res.writeHead(405).end());
+		proxy.on("connect", (req, client, head) => {
+			seen.push(req.url);
+			const up = net.connect(port, "127.0.0.1", () => {
+				client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+				up.write(head);
+				up.pipe(client);
+				client.pipe(up);
+			});
+			up.on("error", () => client.destroy());
+		});
+		await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+		return proxy;
+	};
+	const viaEgress = [], viaGithub = [];
+	const egress = await makeProxy(viaEgress), github = await makeProxy(viaGithub);
+	const { rt, sock } = await boot({
+		BERTH_EGRESS_PROXY_URL: `http://127.0.0.1:${egress.address().port}`,
+		BERTH_GITHUB_API_PROXY: `http://127.0.0.1:${github.address().port}`,
+	});
+	const c = await connectRpc(sock);
+	const a = await c.call("fetch_text", { url: `http://api.github.com:${port}/repos/o/r` });
+	assert.deepEqual(a.result, { proxied: true, status: 200, body: "hello /repos/o/r" }, JSON.stringify(a));
+	const b = await c.call("fetch_text", { url: `http://127.0.0.1:${port}/other` }, "2");
+	assert.deepEqual(b.result, { proxied: true, status: 200, body: "hello /other" }, JSON.stringify(b));
+	assert.deepEqual(viaGithub, [`api.github.com:${port}`]);
+	assert.deepEqual(viaEgress, [`127.0.0.1:${port}`]);
+	c.close();
+	await rt.stop();
+	target.close();
+	egress.close();
+	github.close();
+});
+
 test("requestCapability reads the compiled policy, else the manifest", async () => {
 	const { rt, sock, run } = await boot();
 	const c = await connectRpc(sock);

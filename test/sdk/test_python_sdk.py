@@ -317,6 +317,38 @@ class EgressProxyTest(unittest.TestCase):
         self.assertEqual(out.stdout.split(), ["True", "proxied"], out.stderr)
         self.assertTrue(seen and seen[0].startswith("GET http://api.example.test/v1?q=1 HTTP/1.1\r\n"), seen)
 
+    def test_api_github_com_goes_to_the_github_broker(self):
+        def proxy(seen, body):
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen(1)
+
+            def serve():
+                c, _ = srv.accept()
+                seen.append(c.recv(4096).decode())
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+                c.close()
+
+            threading.Thread(target=serve, daemon=True).start()
+            return srv
+
+        via_egress, via_github = [], []
+        egress, github = proxy(via_egress, b"egress"), proxy(via_github, b"github")
+        code = ("import urllib.request, berth_sdk\n"
+                "print(berth_sdk.configure_egress_proxy())\n"
+                "print(urllib.request.urlopen('http://api.github.com/repos/o/r', timeout=10).read().decode())\n"
+                "print(urllib.request.urlopen('http://api.example.test/x', timeout=10).read().decode())\n"
+                "print(berth_sdk.github_proxies()['https'] == __import__('os').environ['BERTH_GITHUB_API_PROXY'])")
+        env = dict(os.environ, PYTHONPATH=SDK,
+                   BERTH_EGRESS_PROXY_URL="http://127.0.0.1:%d" % egress.getsockname()[1],
+                   BERTH_GITHUB_API_PROXY="http://127.0.0.1:%d" % github.getsockname()[1])
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+        egress.close()
+        github.close()
+        self.assertEqual(out.stdout.split(), ["True", "github", "egress", "True"], out.stderr)
+        self.assertTrue(via_github and via_github[0].startswith("GET http://api.github.com/repos/o/r HTTP/1.1"), via_github)
+        self.assertTrue(via_egress and via_egress[0].startswith("GET http://api.example.test/x HTTP/1.1"), via_egress)
+
     def test_nothing_without_the_variable(self):
         env = {k: v for k, v in os.environ.items() if "PROXY" not in k.upper()}
         env["PYTHONPATH"] = SDK

@@ -61,7 +61,7 @@ static json_t *build_and_read(const EnvSet *e, const SecretsDiskApp *apps, size_
 
 	ASSERT_OK(secrets_disk_build(e, apps, n, &image, &size, err, sizeof(err)));
 	ASSERT_TRUE(size > 0 && size % 512 == 0 && size <= SECRETS_DISK_SIZE_MAX);
-	ASSERT_TRUE(memcmp(image, "BERTHSEC1\n", 10) == 0);
+	ASSERT_TRUE(memcmp(image, "BERTHSEC2\n", 10) == 0);
 	json_end = strnlen(image, size);
 	for (size_t i = json_end; i < size; i++)
 		ASSERT_EQ(image[i], 0);
@@ -70,6 +70,17 @@ static json_t *build_and_read(const EnvSet *e, const SecretsDiskApp *apps, size_
 		TEST_FAIL("berth-init refuses the disk: %s", err);
 	secrets_disk_image_free(image, size);
 	return doc;
+}
+
+static Manifest *manifest_caps(const char *name, const char *caps, const char *secrets)
+{
+	_cleanup_free_ char *yaml = NULL;
+	Manifest *m = NULL;
+
+	ASSERT_TRUE(asprintf(&yaml, "name: %s\nversion: 1.0.0\ncapabilities: %s\n%s%s\n", name,
+			     caps, secrets ? "secrets: " : "", secrets ?: "") > 0);
+	ASSERT_OK(manifest_parse(yaml, strlen(yaml), NULL, &m, NULL));
+	return m;
 }
 
 static const char *value_at(json_t *doc, const char *app, const char *name)
@@ -93,7 +104,7 @@ TEST(scoping)
 
 	ASSERT_STREQ(
 		text,
-		"{\"apps\":{\"gh\":{\"BOTH\":\"two apps\",\"GH_TOKEN\":\"gh-s3cr3t-Value\"},\"other\":{\"BOTH\":\"two apps\"}},\"shared\":{\"ALSO_SHARED\":\"x\",\"SHARED\":\"for all\"}}");
+		"{\"apps\":{\"gh\":{\"BOTH\":\"two apps\",\"GH_TOKEN\":\"gh-s3cr3t-Value\"},\"other\":{\"BOTH\":\"two apps\"}},\"daemons\":{},\"shared\":{\"ALSO_SHARED\":\"x\",\"SHARED\":\"for all\"}}");
 	/* An app that declares nothing gets no object of its own: shared values only. */
 	ASSERT_TRUE(json_object_get(json_object_get(doc, "apps"), "plain") == NULL);
 }
@@ -114,13 +125,13 @@ TEST(own_values)
 	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT), *text2 = NULL;
 
 	ASSERT_STREQ(text, "{\"apps\":{\"terminal\":{\"BERTH_TERMINAL_CREDENTIAL\":"
-			   "\"berth:s3cr3t-Value\"}},\"shared\":{\"A\":\"1\"}}");
+			   "\"berth:s3cr3t-Value\"}},\"daemons\":{},\"shared\":{\"A\":\"1\"}}");
 	/* Without any --env, and for an app that declares nothing. */
 	apps[1].manifest = other;
 	alone = build_and_read(NULL, apps, 2);
 	text2 = json_dumps(alone, JSON_SORT_KEYS | JSON_COMPACT);
 	ASSERT_STREQ(text2, "{\"apps\":{\"terminal\":{\"BERTH_TERMINAL_CREDENTIAL\":"
-			    "\"berth:s3cr3t-Value\"}},\"shared\":{}}");
+			    "\"berth:s3cr3t-Value\"}},\"daemons\":{},\"shared\":{}}");
 }
 
 TEST(warnings_name_names_only)
@@ -201,24 +212,74 @@ TEST(empty_set)
 
 	ASSERT_OK(secrets_disk_build(NULL, &app, 1, &image, &size, err, sizeof(err)));
 	ASSERT_EQ(size, 512);
-	ASSERT_STREQ(image, "BERTHSEC1\n{\"shared\":{},\"apps\":{}}");
+	ASSERT_STREQ(image, "BERTHSEC2\n{\"shared\":{},\"apps\":{},\"daemons\":{}}");
 	secrets_disk_image_free(image, size);
+}
+
+TEST(github_token_goes_to_the_broker_alone)
+{
+	_cleanup_(env_set_freep) EnvSet *e = env("GITHUB_TOKEN=ghp_s3cr3t\nGITHUB_REPO=o/r\n");
+	Manifest *gh = manifest_caps("gh", "[github:read:repos, network:connect:8092]",
+				     "[GITHUB_TOKEN, GITHUB_REPO]");
+	Manifest *other = manifest_caps("other", "[]", "[GITHUB_TOKEN]");
+	SecretsDiskApp apps[] = {{"gh", gh, NULL}, {"other", other, NULL}};
+	json_t *doc = build_and_read(e, apps, 2);
+	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT);
+	Warnings w = {};
+
+	ASSERT_STREQ(
+		text,
+		"{\"apps\":{\"gh\":{\"GITHUB_REPO\":\"o/r\",\"GITHUB_TOKEN\":\"" SECRETS_GITHUB_TOKEN_PLACEHOLDER
+		"\"}},\"daemons\":{\"github-api-broker\":"
+		"{\"GITHUB_TOKEN\":\"ghp_s3cr3t\"}},\"shared\":{}}");
+	secrets_disk_warn(e, apps, 2, collect, &w);
+	ASSERT_TRUE(strstr(w.text, "[berth] GITHUB_TOKEN goes to the GitHub API broker alone") !=
+		    NULL);
+	ASSERT_TRUE(strstr(w.text, "s3cr3t") == NULL);
+	json_decref(doc);
+	/* Undeclared too: the token is never shared with every app once github: is declared. */
+	{
+		Manifest *gh2 = manifest_caps("gh", "[github:read:repos]", NULL);
+		SecretsDiskApp one[] = {{"gh", gh2, NULL}};
+
+		doc = build_and_read(e, one, 1);
+		ASSERT_TRUE(json_object_get(json_object_get(doc, "shared"), "GITHUB_TOKEN") ==
+			    NULL);
+		ASSERT_STREQ(json_string_value(json_object_get(
+				     json_object_get(json_object_get(doc, "apps"), "gh"),
+				     "GITHUB_TOKEN")),
+			     SECRETS_GITHUB_TOKEN_PLACEHOLDER);
+		json_decref(doc);
+		manifest_free(gh2);
+	}
+	/* Without a github: app, GITHUB_TOKEN is a secret like any other. */
+	{
+		SecretsDiskApp plain[] = {{"other", other, NULL}};
+
+		doc = build_and_read(e, plain, 1);
+		ASSERT_STREQ(value_at(doc, "other", "GITHUB_TOKEN"), "ghp_s3cr3t");
+		ASSERT_TRUE(json_object_size(json_object_get(doc, "daemons")) == 0);
+		json_decref(doc);
+	}
+	manifest_free(gh);
+	manifest_free(other);
 }
 
 TEST(padding_at_the_boundary)
 {
-	/* "BERTHSEC1\n" + {"shared":{"A":"<v>"},"apps":{}} is 39 bytes + the value. */
+	/* "BERTHSEC2\n" + {"shared":{"A":"<v>"},"apps":{},"daemons":{}} is 52 bytes + the
+	 * value. */
 	_cleanup_(env_set_freep) EnvSet *e = NULL;
 	char *image = NULL, err[256], arg[1100];
 	size_t size;
 
-	for (size_t vlen = 470; vlen < 480; vlen++) {
+	for (size_t vlen = 457; vlen < 467; vlen++) {
 		e = env_set_free(e);
 		snprintf(arg, sizeof(arg), "A=%0*d", (int)vlen, 0);
 		ASSERT_OK(env_set_add_env(&e, arg, err, sizeof(err)));
 		ASSERT_OK(secrets_disk_build(e, NULL, 0, &image, &size, err, sizeof(err)));
-		ASSERT_EQ(size, 39 + vlen <= 512 ? 512 : 1024);
-		ASSERT_EQ(strnlen(image, size), 39 + vlen);
+		ASSERT_EQ(size, 52 + vlen <= 512 ? 512 : 1024);
+		ASSERT_EQ(strnlen(image, size), 52 + vlen);
 		{
 			_cleanup_(json_decrefp) json_t *doc = NULL;
 
@@ -246,7 +307,7 @@ TEST(size_cap)
 	ASSERT_ERROR(secrets_disk_build(e, NULL, 0, &image, &size, err, sizeof(err)), E2BIG);
 	ASSERT_STREQ(
 		err,
-		"the values given with --env and --env-file take 1048672 bytes on the secrets disk, more than the 1024 KiB it holds; pass only what the apps need");
+		"the values given with --env and --env-file take 1048685 bytes on the secrets disk, more than the 1024 KiB it holds; pass only what the apps need");
 	ASSERT_TRUE(image == NULL);
 
 	/* Control characters take six bytes each once escaped: the cap counts those. Two

@@ -6,6 +6,7 @@
 
 #include "macros.h"
 #include "manifest.h"
+#include "pins.h"
 #include "tests.h"
 #include "vm-support.h"
 
@@ -136,6 +137,82 @@ TEST(vm_support_no_longer_refuses_network_host)
 	ASSERT_ERROR(vm_support_check(m, &reason), EOPNOTSUPP);
 	ASSERT_TRUE(strstr(reason,
 			   "supports network:connect:<port> and network:host:<host> only") != NULL);
+	free(reason);
+	manifest_free(m);
+}
+
+TEST(a_github_app_dials_api_github_com_443)
+{
+	Manifest *m =
+		app("gh", "github:read:repos, network:connect:8092, network:host:example.com, "
+			  "network:connect:8090");
+	char **allow = NULL, *warning = NULL, *reason = NULL;
+
+	ASSERT_EQ(plan(&m, 1, &allow, &warning, &reason), 2);
+	ASSERT_STREQ(allow[0], "example.com");
+	ASSERT_STREQ(allow[1], "api.github.com:443");
+	ASSERT_TRUE(warning == NULL && reason == NULL);
+	vm_egress_allow_free(allow);
+	manifest_free(m);
+	/* Without network:connect:8092 it boots, warned. */
+	m = app("gh", "github:read:repos");
+	ASSERT_EQ(plan(&m, 1, &allow, &warning, &reason), 1);
+	ASSERT_STREQ(
+		warning,
+		"gh declares github: but not network:connect:8092, so the kernel (Landlock) will keep it from reaching the GitHub broker on 127.0.0.1:8092 and its requests will fail; add network:connect:8092 to its berth.yml");
+	free(warning);
+	vm_egress_allow_free(allow);
+	manifest_free(m);
+}
+
+TEST(at_most_one_github_app)
+{
+	Manifest *apps[] = {app("a", "github:read:repos"), app("b", "network:connect:80"),
+			    app("c", "\"github:write:issues\"")};
+	char **allow = NULL, *warning = NULL, *reason = NULL;
+
+	ASSERT_ERROR(plan(apps, 3, &allow, &warning, &reason), EOPNOTSUPP);
+	ASSERT_STREQ(
+		reason,
+		"at most one app may declare a github:* capability when running multiple apps together — found 2: a, c");
+	free(reason);
+	for (size_t i = 0; i < 3; i++)
+		manifest_free(apps[i]);
+}
+
+TEST(github_needs_an_image_with_the_broker)
+{
+	Manifest *m = app("gh", "github:read:repos, network:connect:8092");
+	char *reason = NULL;
+
+	ASSERT_OK(vm_support_check_image(m, "egress-broker,github-api-broker", &reason));
+	ASSERT_ERROR(vm_support_check_image(m, "egress-broker", &reason), EOPNOTSUPP);
+	ASSERT_STREQ(
+		reason,
+		"\"github:read:repos\" in gh's berth.yml cannot run in the VM: the pinned root image has no GitHub API broker (its manifest lists egress-broker). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/github.md)");
+	free(reason);
+	ASSERT_ERROR(vm_support_check_image(m, "", &reason), EOPNOTSUPP);
+	free(reason);
+	/* What the compiled-in pins say decides vm_support_check(). */
+	if (strstr(pin_rootfs_daemons(), "github-api-broker"))
+		ASSERT_OK(vm_support_check(m, &reason));
+	else
+		ASSERT_ERROR(vm_support_check(m, &reason), EOPNOTSUPP);
+	manifest_free(m);
+}
+
+TEST(terminal_needs_an_image_with_the_view)
+{
+	Manifest *m = app("terminal", "filesystem:write:/workspace, \"terminal:attach:*\"");
+	char *reason = NULL;
+
+	ASSERT_OK(vm_support_check_image(m, "egress-broker,github-api-broker,terminal-view",
+					 &reason));
+	ASSERT_ERROR(vm_support_check_image(m, "egress-broker,github-api-broker", &reason),
+		     EOPNOTSUPP);
+	ASSERT_STREQ(
+		reason,
+		"\"terminal:attach:*\" in terminal's berth.yml cannot run in the VM: the pinned root image has no terminal web view (its manifest lists egress-broker,github-api-broker). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/terminal.md)");
 	free(reason);
 	manifest_free(m);
 }

@@ -21,7 +21,8 @@ stage=$("$here/stage.sh")
 t1=$(now_ms)
 
 guest_bins=("$build/src/berth-init/berth-init" "$build/src/agent-init/agent-init"
-	"$build/src/egress-broker/egress-broker" "$build/src/terminal-view/terminal-view")
+	"$build/src/egress-broker/egress-broker" "$build/src/github-broker/github-api-broker"
+	"$build/src/terminal-view/terminal-view")
 # The SDK sources are inputs of the image too.
 for b in "${guest_bins[@]}"; do
 	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
@@ -33,11 +34,15 @@ tree="$work/tree"
 cp -a "$stage" "$tree"
 # What this source tree adds to the Debian stage (the tree record's "# source:" paths).
 source_paths=(/sbin/berth-init /usr/sbin/agent-init /usr/sbin/egress-broker
-	/usr/libexec/berth /usr/share/berth
+	/usr/sbin/github-api-broker /usr/libexec/berth /usr/share/berth
 	/usr/lib/python3/dist-packages/berth_sdk /workspace /context /state /app)
 install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
 install -m 0755 -s "$build/src/agent-init/agent-init" "$tree/usr/sbin/agent-init"
 install -m 0755 -s "$build/src/egress-broker/egress-broker" "$tree/usr/sbin/egress-broker"
+install -m 0755 -s "$build/src/github-broker/github-api-broker" "$tree/usr/sbin/github-api-broker"
+# The GitHub broker verifies api.github.com against the image's roots (ca-certificates).
+[ -s "$tree/etc/ssl/certs/ca-certificates.crt" ] ||
+	die "the stage has no /etc/ssl/certs/ca-certificates.crt: the GitHub broker needs the ca-certificates roots"
 # The terminal's web view (docs/terminal.md): the server, which apps/terminal starts as
 # itself, and the page it serves, with xterm.js from the root package.json's npm packages.
 # It links Debian's libwebsockets17, which packages.txt puts in the image.
@@ -104,6 +109,9 @@ m = {
     "suite": "bookworm",
     "packagesLockSha256": "$(sha256_of "$lock")",
     "rootfs": {"file": "rootfs.erofs", "sha256": "$sha", "size": $(size_of "$out/rootfs.erofs")},
+    # The brokers and services the image ships: the CLI refuses, before boot, an app that
+    # needs one the pinned image lacks (tools/gen-pins.py, src/shared/vm-support.c).
+    "daemons": ["egress-broker", "github-api-broker", "terminal-view"],
 }
 with open(sys.argv[1], "w") as f:
     json.dump(m, f, indent=2, sort_keys=True)

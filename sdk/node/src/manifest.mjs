@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // berth.yml validation (no YAML here: the caller parses, so an app bundle that never
 // loads a manifest does not carry a YAML parser). Rules and messages: SPEC §1.1–§1.4.
+import model from "../../capability-model.json" with { type: "json" };
 import { CAPABILITY_RE, filesystemScopeIssue } from "./capability.mjs";
 
 export const CURRENT_SCHEMA_VERSION = 1;
-const IO_TYPES = ["string", "number", "boolean", "object", "array"];
+// The export grammar's tables are the capability model's, as the C validator's are.
+const IO_TYPES = model.exportFieldTypes;
+const HINTS = model.exportHints;
 const NAME_RE = /^[a-z0-9-]+$/;
 const VERSION_RE = /^\d+\.\d+\.\d+$/;
 const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -136,23 +139,7 @@ export function validateManifest(raw, opts = {}) {
 		else
 			doc.exports.forEach((e, i) => {
 				if (typeof e !== "object" || e === null || Array.isArray(e)) return issue(["exports", i], expected("object", e));
-				const exp = {};
-				if (typeof e.name !== "string") issue(["exports", i, "name"], expected("string", e.name));
-				else exp.name = e.name;
-				for (const side of ["input", "output"]) {
-					if (e[side] === undefined) continue;
-					if (typeof e[side] !== "object" || e[side] === null || Array.isArray(e[side])) {
-						issue(["exports", i, side], expected("object", e[side]));
-						continue;
-					}
-					exp[side] = {};
-					for (const [field, type] of Object.entries(e[side])) {
-						if (!IO_TYPES.includes(type))
-							issue(["exports", i, side, field], `Invalid option: expected one of ${IO_TYPES.map((t) => `"${t}"`).join("|")}`);
-						else exp[side][field] = type;
-					}
-				}
-				out.exports.push(exp);
+				out.exports.push(validateExport(e, ["exports", i], issue));
 			});
 	}
 
@@ -196,6 +183,67 @@ export function validateManifest(raw, opts = {}) {
 
 	if (issues.length) throw report(issues, file, opts.lineOf);
 	return out;
+}
+
+const isMapping = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+const badType = `Invalid option: expected one of ${IO_TYPES.map((t) => `"${t}"`).join("|")}`;
+
+/** An optional string of an export or a field (NUL bytes refused, as C reads C strings). */
+function text(obj, key, path, what, out, issue) {
+	if (obj[key] === undefined) return;
+	if (typeof obj[key] !== "string") return issue([...path, key], expected("string", obj[key]));
+	if (obj[key].includes("\0")) issue([...path, key], `${what} must not contain a NUL byte`);
+	out[key] = obj[key];
+}
+
+/** One field of an input or output: a type name, or {type, description}. */
+function validateField(f, path, issue) {
+	if (!isMapping(f)) {
+		if (!IO_TYPES.includes(f)) return issue(path, badType);
+		return f;
+	}
+	const spec = {};
+	if (!IO_TYPES.includes(f.type)) issue([...path, "type"], badType);
+	else spec.type = f.type;
+	text(f, "description", path, "field description", spec, issue);
+	return spec;
+}
+
+/** One entry of exports: (keys Berth does not know are dropped, as at the top level). */
+function validateExport(e, path, issue) {
+	const exp = {};
+	if (typeof e.name !== "string") issue([...path, "name"], expected("string", e.name));
+	else {
+		if (e.name.includes("\0")) issue([...path, "name"], "export name must not contain a NUL byte");
+		exp.name = e.name;
+	}
+	text(e, "description", path, "export description", exp, issue);
+	text(e, "title", path, "export title", exp, issue);
+	for (const side of ["input", "output"]) {
+		if (e[side] === undefined) continue;
+		if (!isMapping(e[side])) {
+			issue([...path, side], expected("object", e[side]));
+			continue;
+		}
+		exp[side] = {};
+		for (const [field, f] of Object.entries(e[side])) {
+			const spec = validateField(f, [...path, side, field], issue);
+			if (spec !== undefined) exp[side][field] = spec;
+		}
+	}
+	if (e.annotations !== undefined) {
+		if (!isMapping(e.annotations)) issue([...path, "annotations"], expected("object", e.annotations));
+		else {
+			exp.annotations = {};
+			for (const h of HINTS) {
+				const b = e.annotations[h];
+				if (b === undefined) continue;
+				if (typeof b !== "boolean") issue([...path, "annotations", h], expected("boolean", b));
+				else exp.annotations[h] = b;
+			}
+		}
+	}
+	return exp;
 }
 
 function report(issues, file, lineOf) {

@@ -156,17 +156,20 @@ export async function main(env = process.env) {
 
 		// Services the app's own copy of the SDK picks up (egress.mjs).
 		let undici = null;
-		if (env.BERTH_EGRESS_PROXY_URL) undici = await import("undici");
+		if (env.BERTH_EGRESS_PROXY_URL || env.BERTH_GITHUB_API_PROXY) undici = await import("undici");
 		let proxied = null;
 		globalThis[RUNTIME_KEY] = {
 			manifest,
 			manifestPath,
-			configureEgressProxy(url) {
-				if (proxied === url) return true;
+			configureEgressProxy(routes) {
+				const r = typeof routes === "string" ? { egress: routes, github: null } : routes;
+				const key = JSON.stringify(r);
+				if (proxied === key) return true;
 				if (!undici) throw new Error("configureEgressProxy: the runtime has no proxy support loaded");
-				installProxyAgent(undici, url);
-				proxied = url;
-				logRuntime(`fetch() goes through the egress proxy at ${url}`);
+				installProxyAgent(undici, r);
+				proxied = key;
+				if (r.egress) logRuntime(`fetch() goes through the egress proxy at ${r.egress}`);
+				if (r.github) logRuntime(`fetch() to api.github.com goes through the GitHub broker at ${r.github}`);
 				return true;
 			},
 		};

@@ -14,7 +14,7 @@ from .app import AppContext, BerthApp, define_app
 from .capability import matches_capability, request_capability
 from .context_bus import ContextBusClient, LocalContextBus, create_local_context_bus
 from .durable import write_file_durable
-from .egress import configure_egress_proxy
+from .egress import configure_egress_proxy, github_proxies
 
 __all__ = [
     "AppContext",
@@ -22,6 +22,7 @@ __all__ = [
     "ContextBusClient",
     "LocalContextBus",
     "configure_egress_proxy",
+    "github_proxies",
     "create_local_context_bus",
     "define_app",
     "matches_capability",

@@ -2,7 +2,7 @@
 """berth.yml as the Python runtime reads it (SPEC §1.6): the fields an app uses, extra
 keys ignored. The full rule set is enforced by the host and by berth-init."""
 import re
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -16,10 +16,17 @@ class ManifestError(Exception):
     pass
 
 
+# A field is a type name ("string") or {type, description}; the host checks which (the
+# exports grammar is in sdk/capability-model.json and docs/manifest.md).
+FieldSpec = Union[str, Dict[str, Any]]
+
+
 class ExportSpec(BaseModel):
     name: str
-    input: Dict[str, str] = {}
-    output: Dict[str, str] = {}
+    description: Optional[str] = None
+    title: Optional[str] = None
+    input: Dict[str, FieldSpec] = {}
+    output: Dict[str, FieldSpec] = {}
 
 
 class Manifest(BaseModel):

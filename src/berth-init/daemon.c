@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "journal.h"
+#include "macros.h"
+
+static const char *const state_names[_DAEMON_STATE_MAX] = {
+	[DAEMON_NONE] = "none",
+	[DAEMON_STARTING] = "starting",
+	[DAEMON_READY] = "ready",
+	[DAEMON_EXITED] = "exited",
+};
+
+const char *daemon_state_name(DaemonState s)
+{
+	return s >= 0 && s < _DAEMON_STATE_MAX ? state_names[s] : "unknown";
+}
+
+/* Call the ready callback once. */
+static void ready_done(Daemon *d, bool ok, const char *why)
+{
+	daemon_ready_t cb = d->cb;
+
+	d->cb = NULL;
+	d->timer = ev_source_free(d->timer);
+	if (cb)
+		cb(ok, why, d->userdata);
+}
+
+static void stream_line(Daemon *d, DaemonStream *s, const char *line, size_t len)
+{
+	size_t n = strlen(d->ready_line);
+
+	journal_log(d->name, s->name, line, len);
+	if (d->state == DAEMON_STARTING && streq(s->name, "stderr") && len > n &&
+	    strneq(line, d->ready_line, n)) {
+		d->state = DAEMON_READY;
+		journal_event("daemon_started",
+			      json_pack("{s:s, s:i, s:i, s:s, s:s}", "daemon", d->name, "pid",
+					(int)d->pid, "uid", (int)d->uid, "app", d->app, "listen",
+					d->listen));
+		ready_done(d, true, NULL);
+	}
+}
+
+static int on_stream(EvSource *src, int fd, uint32_t revents, void *userdata)
+{
+	DaemonStream *s = userdata;
+	Daemon *d = s->owner;
+	ssize_t n = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
+	size_t start = 0;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		if (s->len > 0)
+			stream_line(d, s, s->buf, s->len);
+		s->len = 0;
+		s->source = ev_source_free(s->source);
+		s->fd = safe_close(s->fd);
+		return 0;
+	}
+	s->len += (size_t)n;
+	for (size_t i = 0; i < s->len; i++)
+		if (s->buf[i] == '\n') {
+			stream_line(d, s, s->buf + start, i - start);
+			start = i + 1;
+		}
+	/* A line longer than the buffer is cut, not allowed to grow without bound. */
+	if (start == 0 && s->len == sizeof(s->buf)) {
+		stream_line(d, s, s->buf, s->len);
+		s->len = 0;
+		return 0;
+	}
+	memmove(s->buf, s->buf + start, s->len - start);
+	s->len -= start;
+	return 0;
+}
+
+typedef struct Env {
+	char *v[DAEMON_ENV_MAX + 1];
+	size_t n;
+} Env;
+
+static void env_add(Env *e, const char *k, const char *v)
+{
+	if (e->n < DAEMON_ENV_MAX && asprintf(&e->v[e->n], "%s=%s", k, v) >= 0)
+		e->n++;
+}
+
+static void build_env(const Daemon *d, const char *const *extra, const json_t *secrets, Env *e)
+{
+	char uid[16], home[64];
+	const char *name;
+	json_t *v;
+
+	snprintf(uid, sizeof(uid), "%u", (unsigned)d->uid);
+	snprintf(home, sizeof(home), "/tmp/%s", d->user);
+	env_add(e, "PATH", "/usr/sbin:/usr/bin:/bin");
+	env_add(e, "LANG", "C.UTF-8");
+	env_add(e, "HOME", home);
+	env_add(e, "TMPDIR", home);
+	env_add(e, "BERTH_BOOT_ID", getenv("BERTH_BOOT_ID") ?: "unknown");
+	env_add(e, "BERTH_REQUIRE_ENFORCEMENT", "1");
+	env_add(e, "BERTH_CAPABILITY_POLICY", d->policy);
+	env_add(e, "BERTH_APP_UID", uid);
+	env_add(e, "BERTH_APP_GID", uid);
+	for (size_t i = 0; extra && extra[i] && e->n < DAEMON_ENV_MAX; i++)
+		if ((e->v[e->n] = strdup(extra[i])))
+			e->n++;
+	/* The daemon's secrets last; a name set above is not overridden (as for an app). */
+	json_object_foreach((json_t *)secrets, name, v) {
+		bool taken = false;
+
+		for (size_t i = 0; i < e->n && !taken; i++)
+			taken = strneq(e->v[i], name, strlen(name)) && e->v[i][strlen(name)] == '=';
+		if (!taken && json_is_string(v))
+			env_add(e, name, json_string_value(v));
+	}
+	e->v[e->n] = NULL;
+}
+
+static _noreturn_ void exec_daemon(const Daemon *d, const char *const *extra,
+				   const json_t *secrets, int out_fd, int err_fd)
+{
+	Env env = {};
+	sigset_t none;
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	/* berth-init blocks the signals its loop reads through a signalfd; a child must not
+	 * inherit that. */
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	build_env(d, extra, secrets, &env);
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+	    dup2(err_fd, STDERR_FILENO) < 0)
+		_exit(126);
+	setsid();
+	if (chdir("/") < 0)
+		_exit(126);
+	execle(DAEMON_AGENT_INIT, "agent-init", d->binary, (char *)NULL, env.v);
+	dprintf(STDERR_FILENO, "[berth-init] cannot exec %s: %m\n", DAEMON_AGENT_INIT);
+	_exit(127);
+}
+
+static int on_ready_timeout(EvSource *s, uint64_t usec, void *userdata)
+{
+	Daemon *d = userdata;
+	char why[128];
+
+	if (d->state != DAEMON_STARTING)
+		return 0;
+	(void)kill(d->pid, SIGKILL);
+	snprintf(why, sizeof(why), "the %s did not say it was listening within %d s", d->title,
+		 (int)(DAEMON_READY_TIMEOUT_USEC / USEC_PER_SEC));
+	ready_done(d, false, why);
+	return 0;
+}
+
+void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_t *secrets,
+		  daemon_ready_t cb, void *userdata)
+{
+	int out[2] = {-EBADF, -EBADF}, err[2] = {-EBADF, -EBADF};
+	pid_t pid;
+
+	d->loop = loop;
+	d->cb = cb;
+	d->userdata = userdata;
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+		safe_close(out[0]);
+		safe_close(out[1]);
+		ready_done(d, false, "cannot make pipes for the daemon");
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		safe_close(out[0]);
+		safe_close(out[1]);
+		safe_close(err[0]);
+		safe_close(err[1]);
+		ready_done(d, false, "cannot fork the daemon");
+		return;
+	}
+	if (pid == 0)
+		exec_daemon(d, extra, secrets, out[1], err[1]);
+	close(out[1]);
+	close(err[1]);
+	d->pid = pid;
+	d->state = DAEMON_STARTING;
+	d->out = (DaemonStream){.owner = d, .name = "stdout", .fd = out[0]};
+	d->err = (DaemonStream){.owner = d, .name = "stderr", .fd = err[0]};
+	(void)fcntl(out[0], F_SETFL, O_NONBLOCK);
+	(void)fcntl(err[0], F_SETFL, O_NONBLOCK);
+	(void)ev_add_io(loop, &d->out.source, out[0], EPOLLIN, on_stream, &d->out);
+	(void)ev_add_io(loop, &d->err.source, err[0], EPOLLIN, on_stream, &d->err);
+	(void)ev_add_time_relative(loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout,
+				   d);
+}
+
+bool daemon_child_exited(Daemon *d, pid_t pid, int status)
+{
+	json_t *ev;
+	char why[128];
+
+	if (d->pid <= 0 || pid != d->pid || d->state == DAEMON_EXITED)
+		return false;
+	d->state = DAEMON_EXITED;
+	ev = json_pack("{s:s, s:i}", "daemon", d->name, "pid", (int)pid);
+	if (WIFEXITED(status))
+		json_object_set_new(ev, "exitCode", json_integer(WEXITSTATUS(status)));
+	else
+		json_object_set_new(ev, "signal", json_integer(WTERMSIG(status)));
+	journal_event("daemon_exited", ev);
+	snprintf(why, sizeof(why), "the %s exited before it was listening (its log says why)",
+		 d->title);
+	ready_done(d, false, why);
+	return true;
+}
+
+/* --- the dial socket ----------------------------------------------------------------- */
+
+static int on_dial_accept(EvSource *src, int fd, uint32_t revents, void *userdata)
+{
+	DialSocket *s = userdata;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int c;
+
+	c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (c < 0)
+		return 0;
+	/* The socket's mode already keeps everyone but root and the daemon out; this says
+	 * so again where it cannot be chmod-ed away. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != 0 && cred.uid != s->uid)) {
+		close(c);
+		return 0;
+	}
+	/* One connection, one stream to the host's dialer; mux_io owns the fd from here and
+	 * closes it if the stream cannot be opened (no channel, the stream cap). */
+	if (mux_io_open_bridge(s->io, MUX_PORT_EGRESS, c) >= 0)
+		s->dials++;
+	return 0;
+}
+
+int dial_socket_listen(EvLoop *loop, MuxIo *io, const char *path, uid_t uid, DialSocket *ret)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, r;
+
+	*ret = (DialSocket){.io = io, .uid = uid, .fd = -EBADF};
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	(void)unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chown(path, 0, uid) < 0 ||
+	    chmod(path, 0660) < 0 || listen(fd, 64) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	ret->fd = fd;
+	return ev_add_io(loop, &ret->source, fd, EPOLLIN, on_dial_accept, ret);
+}
+
+void dial_socket_close(DialSocket *s)
+{
+	s->source = ev_source_free(s->source);
+	s->fd = safe_close(s->fd);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "evloop.h"
+#include "mux-io.h"
+
+/*
+ * A broker berth-init starts for one app (the egress broker, the GitHub broker): a binary
+ * of the root image run as `agent-init <binary>` with a uid of its own, its own agent-init
+ * policy and an environment built from scratch, its output in the journal under its name,
+ * and "ready" once it prints its listening line on stderr. The per-broker parts (files,
+ * policy, variables) are egress.c's and github.c's.
+ */
+
+#define DAEMON_AGENT_INIT "/usr/sbin/agent-init"
+#define DAEMON_LINE_MAX (16 * 1024)
+#define DAEMON_READY_TIMEOUT_USEC (30 * USEC_PER_SEC)
+#define DAEMON_ENV_MAX 48
+
+typedef enum DaemonState {
+	DAEMON_NONE,
+	DAEMON_STARTING,
+	DAEMON_READY,
+	DAEMON_EXITED,
+	_DAEMON_STATE_MAX,
+} DaemonState;
+
+/* Called once: @ok when the daemon listens; otherwise @why says what went wrong. */
+typedef void (*daemon_ready_t)(bool ok, const char *why, void *userdata);
+
+typedef struct DaemonStream {
+	struct Daemon *owner;
+	const char *name; /* "stdout" or "stderr" */
+	int fd;
+	EvSource *source;
+	char buf[DAEMON_LINE_MAX];
+	size_t len;
+} DaemonStream;
+
+typedef struct Daemon {
+	/* Set by the owner before daemon_start(). */
+	const char *name;	/* "egress-broker": the journal's source, the events' daemon */
+	const char *title;	/* "egress broker", in messages */
+	const char *binary;	/* /usr/sbin/egress-broker */
+	const char *user;	/* its user, whose /tmp/<user> is HOME and TMPDIR */
+	uid_t uid;		/* and gid */
+	const char *policy;	/* its agent-init policy */
+	const char *ready_line; /* the start of its stderr line that says it listens */
+	const char *listen;	/* "127.0.0.1:8090", for daemon_started */
+	char app[33];		/* the app it serves */
+	/* The daemon's own. */
+	EvLoop *loop;
+	DaemonState state;
+	pid_t pid;
+	DaemonStream out, err;
+	EvSource *timer;
+	daemon_ready_t cb;
+	void *userdata;
+} Daemon;
+
+/*
+ * daemon_start() - fork and exec agent-init with @d's binary. Its environment is PATH,
+ * LANG, HOME and TMPDIR (/tmp/<user>), BERTH_BOOT_ID, BERTH_REQUIRE_ENFORCEMENT=1,
+ * BERTH_CAPABILITY_POLICY, BERTH_APP_UID and BERTH_APP_GID, then @extra ("K=V",
+ * NULL-terminated), then @secrets (an object of NAME: value, or NULL; the daemon's scope of
+ * the secrets disk). @cb follows from the event loop, or at once on a failure to start.
+ */
+void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_t *secrets,
+		  daemon_ready_t cb, void *userdata);
+
+/* The SIGCHLD reaper's hook: true when @pid was @d's process (daemon_exited is logged). */
+bool daemon_child_exited(Daemon *d, pid_t pid, int status);
+
+const char *daemon_state_name(DaemonState s);
+
+/*
+ * dial_socket_listen() - serve the unix socket @path (root:@uid 0660) of a daemon that
+ * reaches the host's egress dialer: every connection from root or @uid becomes a new
+ * channel stream to port MUX_PORT_EGRESS on @io, bridged byte for byte (mux_io owns it).
+ * @ret->dials counts the streams opened. Returns 0 or -errno.
+ */
+typedef struct DialSocket {
+	MuxIo *io;
+	uid_t uid;
+	int fd;
+	EvSource *source;
+	unsigned long dials;
+} DialSocket;
+
+int dial_socket_listen(EvLoop *loop, MuxIo *io, const char *path, uid_t uid, DialSocket *ret);
+/* Stop serving (the daemon is gone: a socket left open would only collect connections). */
+void dial_socket_close(DialSocket *s);

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The snapshot store: keys, metadata, verified reads, placeholders (snapshot.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "exec-util.h"
+#include "fileio.h"
+#include "log.h"
+#include "macros.h"
+#include "paths.h"
+#include "snapshot.h"
+
+#define COPY_CHUNK (1024 * 1024)
+
+static void host_cpu(char *buf, size_t size)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *model = NULL;
+	unsigned n = 0;
+
+	snprintf(buf, size, "unknown");
+	if (read_full_file("/proc/cpuinfo", 4 * 1024 * 1024, &text, NULL) < 0)
+		return;
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+		if (strneq(l, "model name", 10)) {
+			const char *colon = strchr(l, ':');
+
+			n++;
+			if (!model && colon)
+				model = colon + 1 + strspn(colon + 1, " \t");
+		}
+	if (model)
+		snprintf(buf, size, "%s x%u", model, n);
+}
+
+int snapshot_key_init(SnapshotKey *k, const Artifacts *art, const char *qemu, Accel accel,
+		      unsigned cpus, unsigned mem_mib)
+{
+	_cleanup_free_ char *path = NULL, *out = NULL;
+	int status;
+
+	*k = (SnapshotKey){.accel = accel, .cpus = cpus, .mem_mib = mem_mib};
+	snprintf(k->kernel, sizeof(k->kernel), "%s", art->a[ARTIFACT_KERNEL].sha256);
+	snprintf(k->initrd, sizeof(k->initrd), "%s", art->a[ARTIFACT_INITRD].sha256);
+	snprintf(k->rootfs, sizeof(k->rootfs), "%s", art->a[ARTIFACT_ROOTFS].sha256);
+	/* Another berth-vmm may save or expect other guest state: its own snapshots only. */
+	if (sha256_file_hex("/proc/self/exe", k->berth_vmm, NULL) < 0)
+		return log_error_errno(-EIO, "cannot hash this berth-vmm (/proc/self/exe)");
+	if (strchr(qemu, '/'))
+		path = realpath(qemu, NULL);
+	else
+		(void)find_executable_in_path(qemu, &path);
+	snprintf(k->qemu, sizeof(k->qemu), "%s", path ?: qemu);
+	snprintf(k->qemu_version, sizeof(k->qemu_version), "unknown");
+	if (path) {
+		char *argv[] = {path, "-version", NULL};
+
+		if (run_capture(argv, 10 * 1000, 4096, &out, &status) >= 0 && status == 0)
+			snprintf(k->qemu_version, sizeof(k->qemu_version), "%.*s",
+				 (int)strcspn(out, "\n"), out);
+	}
+	host_cpu(k->host_cpu, sizeof(k->host_cpu));
+	return 0;
+}
+
+json_t *snapshot_key_to_json(const SnapshotKey *k)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i}", "kernelSha256",
+			 k->kernel, "initrdSha256", k->initrd, "rootfsSha256", k->rootfs,
+			 "berthVmmSha256", k->berth_vmm, "qemu", k->qemu, "qemuVersion",
+			 k->qemu_version, "hostCpu", k->host_cpu, "accel",
+			 accel_to_string(k->accel) ?: "?", "cpus", (int)k->cpus, "memMiB",
+			 (int)k->mem_mib);
+}
+
+char *snapshot_dir_for(const SnapshotKey *k)
+{
+	_cleanup_(json_decrefp) json_t *key = snapshot_key_to_json(k);
+	_cleanup_free_ char *text = key ? json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS) : NULL,
+			    *vm_dir = berth_vm_dir();
+	char digest[65], *dir = NULL;
+
+	if (!text || !vm_dir || sha256_buffer_hex(text, strlen(text), digest) < 0)
+		return NULL;
+	/* A short name is enough to tell keys apart; snapshot.json holds the whole key. */
+	if (asprintf(&dir, "%s/snapshots/%.16s", vm_dir, digest) < 0)
+		return NULL;
+	return dir;
+}
+
+void snapshot_remove(const char *dir)
+{
+	_cleanup_free_ char *snap = NULL, *meta = NULL;
+
+	if (asprintf(&snap, "%s/vm.snap", dir) >= 0)
+		(void)unlink(snap);
+	if (asprintf(&meta, "%s/snapshot.json", dir) >= 0)
+		(void)unlink(meta);
+}
+
+int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
+{
+	_cleanup_free_ char *dir = snapshot_dir_for(k), *meta_path = NULL, *text = NULL;
+	_cleanup_(json_decrefp) json_t *meta = NULL, *want = snapshot_key_to_json(k);
+	const char *sha, *created, *cmdline;
+	struct stat st;
+	json_int_t size;
+
+	*ret = (Snapshot){};
+	if (!dir || !want || asprintf(&meta_path, "%s/snapshot.json", dir) < 0)
+		return -ENOMEM;
+	if (read_full_file(meta_path, SNAPSHOT_META_MAX, &text, NULL) < 0) {
+		snprintf(why, whylen, "no snapshot made for this host yet");
+		return -ENOENT;
+	}
+	meta = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	sha = json_string_value(json_object_get(meta, "sha256"));
+	created = json_string_value(json_object_get(meta, "createdAt"));
+	cmdline = json_string_value(json_object_get(meta, "kernelCmdline"));
+	size = json_integer_value(json_object_get(meta, "size"));
+	snprintf(ret->dir, sizeof(ret->dir), "%s", dir);
+	snprintf(ret->path, sizeof(ret->path), "%s/vm.snap", dir);
+	if (json_integer_value(json_object_get(meta, "schema")) != SNAPSHOT_SCHEMA || !sha ||
+	    !sha256_hex_valid(sha) || !created || !cmdline || size <= 0 ||
+	    (uint64_t)size > SNAPSHOT_FILE_MAX || strlen(cmdline) >= sizeof(ret->cmdline)) {
+		snprintf(why, whylen, "the snapshot's record %s is not one this berth-vmm wrote",
+			 meta_path);
+		snapshot_remove(dir);
+		return -ESTALE;
+	}
+	if (!json_equal(json_object_get(meta, "key"), want)) {
+		snprintf(why, whylen, "the snapshot in %s was made for other artifacts, another "
+				      "berth-vmm or QEMU, or another VM size; it was removed, and `berth vm "
+				      "install` makes a new one",
+			 dir);
+		snapshot_remove(dir);
+		return -ESTALE;
+	}
+	if (lstat(ret->path, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)size) {
+		snprintf(why, whylen, "the snapshot file %s is missing or not the size recorded",
+			 ret->path);
+		snapshot_remove(dir);
+		return -ESTALE;
+	}
+	snprintf(ret->sha256, sizeof(ret->sha256), "%s", sha);
+	snprintf(ret->created_at, sizeof(ret->created_at), "%s", created);
+	snprintf(ret->cmdline, sizeof(ret->cmdline), "%s", cmdline);
+	ret->size = (uint64_t)size;
+	ret->make_ms = (long)json_integer_value(json_object_get(meta, "makeMs"));
+	return 0;
+}
+
+int snapshot_open_verified(const Snapshot *s, char *why, size_t whylen)
+{
+	_cleanup_close_ int in = open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), out = -EBADF;
+	_cleanup_(sha256_freep) Sha256 *h = sha256_new();
+	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
+	char got[65];
+	uint64_t total = 0;
+
+	if (in < 0) {
+		snprintf(why, whylen, "cannot open %s: %s", s->path, strerror(errno));
+		return -errno;
+	}
+	out = memfd_create("berth-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (out < 0 || !h || !buf) {
+		snprintf(why, whylen, "cannot make room for the snapshot: %s", strerror(errno));
+		return out < 0 ? -errno : -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n = read(in, buf, COPY_CHUNK);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(why, whylen, "cannot read %s: %s", s->path, strerror(errno));
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		total += (uint64_t)n;
+		if (total > s->size)
+			break;
+		if (sha256_update(h, buf, (size_t)n) < 0 || loop_write(out, buf, (size_t)n) < 0) {
+			snprintf(why, whylen, "cannot copy the snapshot (out of memory?): %s",
+				 strerror(errno));
+			return -ENOMEM;
+		}
+	}
+	if (total != s->size || sha256_final_hex(h, got) < 0 || !streq(got, s->sha256)) {
+		snprintf(why, whylen,
+			 "the snapshot %s failed its check (sha256 %s, %llu bytes; recorded %s, "
+			 "%llu bytes): it was removed; `berth vm install` makes a new one",
+			 s->path, total == s->size ? got : "-", (unsigned long long)total, s->sha256,
+			 (unsigned long long)s->size);
+		snapshot_remove(s->dir);
+		return -EBADMSG;
+	}
+	/* QEMU reads the copy from its start; nobody may change it now. */
+	if (lseek(out, 0, SEEK_SET) < 0 ||
+	    fcntl(out, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+		snprintf(why, whylen, "cannot seal the snapshot copy: %s", strerror(errno));
+		return -errno;
+	}
+	return TAKE_FD(out);
+}
+
+int snapshot_placeholder(const char *dir, const char *name, uint64_t size, bool readonly)
+{
+	_cleanup_free_ char *path = NULL;
+	int fd;
+
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		return -ENOMEM;
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return log_error_errno(errno, "cannot create the placeholder disk %s: %m", path);
+	if (ftruncate(fd, (off_t)size) < 0) {
+		int r = log_error_errno(errno, "cannot size the placeholder disk %s: %m", path);
+
+		close(fd);
+		return r;
+	}
+	if (readonly) {
+		/* QEMU opens it through /proc/self/fd: a read-only descriptor for a read-only
+		 * device. */
+		int ro = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+		close(fd);
+		fd = ro < 0 ? -errno : ro;
+	}
+	return fd;
+}
+
+void snapshot_layout(VmConfig *cfg, const int fds[2 + SNAPSHOT_APPS])
+{
+	static const char *const serials[2 + SNAPSHOT_APPS] = {"state", "boot", "app0",
+							       "app1",	"app2", "app3"};
+
+	cfg->n_disks = 0;
+	for (size_t i = 0; i < ELEMENTSOF(serials); i++)
+		cfg->disks[cfg->n_disks++] = (VmDisk){serials[i], fds[i], i != 0};
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "artifacts.h"
+#include "engine.h"
+#include "vm-template.h"
+
+/*
+ * VM snapshots (docs/warm-start.md): a template boot saved once, restored for every VM
+ * instead of booting one.
+ *
+ * A snapshot lives in ~/.berth/vm/snapshots/<key>/ as vm.snap (QEMU's migration stream)
+ * and snapshot.json (its sha256, its size, the key it was made for), both 0600. The key
+ * is everything a restore must match: the kernel, initramfs and root image pins, this
+ * berth-vmm's own hash, the QEMU program and version, the accelerator, the vCPUs and
+ * memory, the host CPU. A snapshot whose key differs, whose file is missing or another
+ * size, or whose bytes fail the hash is never used: the VM boots cold, and the snapshot
+ * is removed to be made again.
+ *
+ * A template has every device a VM may use, in a fixed order (the root image, then the
+ * state disk, the boot disk and four app shares, then the channel): a restore gets the
+ * same devices, its real disks where it has them and placeholders elsewhere. The template
+ * kernel saw each disk at the placeholder's size, which is therefore the largest a VM's
+ * disk may be (SNAPSHOT_*_BYTES).
+ */
+
+#define SNAPSHOT_SCHEMA 1
+#define SNAPSHOT_META_MAX (64 * 1024)
+#define SNAPSHOT_FILE_MAX (4ULL * 1024 * 1024 * 1024) /* more than any guest's RAM image */
+/* The template's placeholder disks: the largest state disk (--state-size's limit), boot
+ * disk and app share image a restored VM may have. */
+#define SNAPSHOT_STATE_BYTES (1ULL << 40)
+#define SNAPSHOT_BOOT_BYTES (8ULL * 1024 * 1024)
+#define SNAPSHOT_APP_BYTES (2ULL << 30)
+#define SNAPSHOT_APPS 4
+/* The template's extra kernel command line (no boot id: a restore brings its own). */
+#define SNAPSHOT_TEMPLATE_CMDLINE "init=/sbin/berth-init " VM_TEMPLATE_FLAG
+
+typedef struct SnapshotKey {
+	char kernel[65], initrd[65], rootfs[65]; /* the artifacts' sha256 */
+	char berth_vmm[65];			 /* this berth-vmm binary's sha256 */
+	char qemu[PATH_MAX];
+	char qemu_version[256];
+	char host_cpu[256]; /* /proc/cpuinfo's model name, and how many */
+	Accel accel;
+	unsigned cpus, mem_mib;
+} SnapshotKey;
+
+typedef struct Snapshot {
+	char dir[PATH_MAX];
+	char path[PATH_MAX]; /* dir/vm.snap */
+	char sha256[65];
+	uint64_t size;
+	char created_at[40];
+	char cmdline[2048]; /* the kernel command line the template booted with */
+	long make_ms;
+} Snapshot;
+
+/* The key for a VM of these artifacts, QEMU, accelerator, vCPUs and memory. */
+int snapshot_key_init(SnapshotKey *k, const Artifacts *art, const char *qemu, Accel accel,
+		      unsigned cpus, unsigned mem_mib);
+json_t *snapshot_key_to_json(const SnapshotKey *k);
+/* ~/.berth/vm/snapshots/<the key's digest>, malloc()ed. */
+char *snapshot_dir_for(const SnapshotKey *k);
+
+/*
+ * snapshot_find() - the snapshot for @k: its snapshot.json names this key, and vm.snap is
+ * there with the recorded size. Returns 0, or -ENOENT (none made yet) or -ESTALE (one
+ * that does not match, removed) with why in @why.
+ */
+int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen);
+
+/*
+ * snapshot_open_verified() - copy the snapshot into a sealed memfd, hashing as it goes, for
+ * QEMU to read: what was hashed is what is restored, whatever happens to the file. Returns
+ * the memfd, or -EBADMSG (the snapshot is removed then) or -errno with why in @why.
+ */
+int snapshot_open_verified(const Snapshot *s, char *why, size_t whylen);
+
+/* Remove a snapshot that must not be used again. */
+void snapshot_remove(const char *dir);
+
+/* A placeholder disk @name in @dir: a sparse file of @size, opened read-only or not. */
+int snapshot_placeholder(const char *dir, const char *name, uint64_t size, bool readonly);
+
+/*
+ * snapshot_layout() - the template's device list in @cfg: state, boot and SNAPSHOT_APPS
+ * app disks, in that order, each @fds[i] (state, boot, app0, ...), as a template and every
+ * restore of it must have them.
+ */
+void snapshot_layout(VmConfig *cfg, const int fds[2 + SNAPSHOT_APPS]);
+
+/* berth-vmm snapshot [--force] [--cpus N] [--mem MIB] [--accel A] [--qemu Q]: make the
+ * snapshot for this host (snapshot-make.c). */
+int vmm_snapshot_main(int argc, char **argv);

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Warm start end to end (docs/warm-start.md): `berth vm install` makes the snapshot; two
+# VMs restored from it run side by side, each with its own boot ids, random stream and
+# clock, its own secret and its own state; the snapshot holds neither the secret nor the
+# app's files; vm.json, `berth vm status` and the attestation record say which snapshot a
+# VM came from; a tampered snapshot and one made for another berth-vmm are refused and
+# removed, the VM boots cold and works, and `berth dev --cold` boots cold on purpose.
+. "$(dirname "$0")/lib.sh"
+require_artifacts
+new_home
+plan 31
+pids=()
+trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
+
+json_get() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k] for k in sys.argv[2:]]; print(v)' "$@"; }
+rand() { head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+# dev NAME [ARGS...]: `berth dev` of a copy of the identity fixture named NAME, in the
+# background, until "VM ready" (its log is $BERTH_HOME/NAME.log).
+dev() {
+	local name=$1 i
+	shift
+	mkdir -p "$BERTH_HOME/apps"
+	rm -rf "${BERTH_HOME:?}/apps/$name"
+	cp -r "$src/test/e2e/fixtures/identity" "$BERTH_HOME/apps/$name"
+	sed -i "s/^name: identity/name: $name/" "$BERTH_HOME/apps/$name/berth.yml"
+	# The app's own files carry a marker the snapshot must never hold.
+	echo "# share marker: $marker" >>"$BERTH_HOME/apps/$name/src/app.py"
+	(cd "$BERTH_HOME/apps/$name" && exec "$berth" dev "$@" >"$BERTH_HOME/$name.log" 2>&1) &
+	pids+=($!)
+	eval "pid_$name=$!"
+	for ((i = 0; i < 900; i++)); do
+		grep -q '^VM ready in' "$BERTH_HOME/$name.log" && return 0
+		kill -0 "$(eval echo \$pid_$name)" 2>/dev/null || break
+		sleep 0.2
+	done
+	diag <"$BERTH_HOME/$name.log"
+	return 1
+}
+undev() {
+	local p
+	p=$(eval echo "\${pid_$1:-}")
+	[ -n "$p" ] || return 0
+	kill -INT "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	eval "pid_$1="
+}
+vmj() { echo "$BERTH_HOME/run/vm/berth-dev-$1/vm.json"; }
+rpc() { "$berth" rpc "$1" --export "$2" ${3:+--input "$3"} 2>"$BERTH_HOME/rpc.err"; }
+# field APP EXPORT INPUT KEY: one key of the export's result (None when null).
+field() { rpc "$1" "$2" "$3" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$4"; }
+boot_mode() { json_get "$(vmj "$1")" boot mode 2>/dev/null; }
+
+token=warm-$(rand)
+marker=marker-$(rand)
+
+# --- The snapshot: made at install, private, refused by no one yet.
+"$berth" vm install --from "$artifacts" --no-download --vmm "$vmm" >"$BERTH_HOME/install.log" 2>&1
+check "berth vm install makes the warm-start snapshot" grep -q "^snapshot [0-9a-f]* made in" "$BERTH_HOME/install.log"
+snapdir=$(ls -d "$BERTH_HOME"/vm/snapshots/*/ 2>/dev/null | head -1)
+snapdir=${snapdir%/}
+check "the snapshot and its record are 0600, in a 0700 directory" \
+	test "$(stat -c %a "$snapdir/vm.snap" "$snapdir/snapshot.json" "$snapdir" 2>/dev/null | tr '\n' ' ')" = "600 600 700 "
+sha=$(json_get "$snapdir/snapshot.json" sha256 2>/dev/null)
+check "the record's sha256 is the file's" test "$(sha256sum "$snapdir/vm.snap" | cut -d' ' -f1)" = "$sha"
+
+# --- Two VMs restored from it, side by side; only the first gets the secret.
+check "berth dev restores a VM from the snapshot" dev alpha --env "WARM_TOKEN=$token"
+check "a second VM restores from the same snapshot while the first runs" dev beta
+check "both say so in vm.json, with the snapshot's sha256" \
+	test "$(boot_mode alpha) $(boot_mode beta) $(json_get "$(vmj alpha)" boot snapshot sha256) $(json_get "$(vmj beta)" boot snapshot sha256)" = "restored restored $sha $sha"
+check "berth dev's ready line says it restored" grep -q '^VM ready in [0-9]* ms (bundle [0-9]* ms, [a-z]*, restore [0-9]* ms)' "$BERTH_HOME/alpha.log"
+rpc alpha identity >"$BERTH_HOME/a.json"
+rpc beta identity >"$BERTH_HOME/b.json"
+ida() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$BERTH_HOME/a.json" "$1"; }
+idb() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$BERTH_HOME/b.json" "$1"; }
+check "both apps answer" test -n "$(ida random 2>/dev/null)" -a -n "$(idb random 2>/dev/null)"
+check "each VM has its own kernel boot id" test "$(ida kernelBootId)" != "$(idb kernelBootId)"
+check "each VM has its own Berth boot id, the one in its vm.json" \
+	test "$(ida berthBootId) $(idb berthBootId)" = "$(json_get "$(vmj alpha)" bootId) $(json_get "$(vmj beta)" bootId)" -a "$(ida berthBootId)" != "$(idb berthBootId)"
+check "each VM has its own random stream" test "$(ida random)" != "$(idb random)"
+check "each VM's clock is the host's" python3 -c 'import json,sys,time; sys.exit(not all(abs(json.load(open(f))["time"] - time.time()) < 30 for f in sys.argv[1:]))' "$BERTH_HOME/a.json" "$BERTH_HOME/b.json"
+check "the secret reached the VM it was given to, and not the other" test "$(ida hasToken) $(idb hasToken)" = "True False"
+check "apps run as their own uid, not root" test "$(ida uid)" != 0 -a "$(idb uid)" != 0
+rpc alpha remember '{"text":"kept by alpha"}' >/dev/null
+check "each VM has its own state" test "$(field alpha recall '' text)/$(field beta recall '' text)" = "kept by alpha/None"
+"$berth" vm status berth-dev-alpha >"$BERTH_HOME/status.txt" 2>&1
+check "berth vm status names the snapshot" grep -q "boot: restored from snapshot ${sha:0:12}" "$BERTH_HOME/status.txt"
+check "a restored VM's app is confined: Landlock refuses a write to /tmp" \
+	test "$(field alpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
+alpha_boot=$(json_get "$(vmj alpha)" bootId)
+undev alpha
+undev beta
+check "neither the secret nor the app's files are in the snapshot" sh -c "! grep -aqF -e '$token' -e '$marker' '$snapdir/vm.snap'"
+check "restoring did not change the snapshot" test "$(sha256sum "$snapdir/vm.snap" | cut -d' ' -f1)" = "$sha"
+"$berth" attest "$alpha_boot" --out "$BERTH_HOME/record.json" >"$BERTH_HOME/attest.log" 2>&1
+check "the attestation record names the snapshot" \
+	test "$(json_get "$BERTH_HOME/record.json" boot isolation boot mode 2>/dev/null) $(json_get "$BERTH_HOME/record.json" boot isolation boot snapshot sha256 2>/dev/null)" = "restored $sha"
+made_from=$(json_get "$BERTH_HOME/record.json" boot isolation boot snapshot madeFrom rootfsSha256 2>/dev/null)
+check "and the pins it was made from" \
+	test -n "$made_from" -a "$made_from" = "$(json_get "$BERTH_HOME/record.json" boot isolation rootfs sha256 2>/dev/null)"
+dev alpha
+check "state kept across VMs: the next restored VM of the app reads it" test "$(field alpha recall '' text)" = "kept by alpha"
+undev alpha
+
+# --- A tampered snapshot: one byte flipped in the middle, the size unchanged.
+size=$(stat -c %s "$snapdir/vm.snap")
+printf '\xff' | dd of="$snapdir/vm.snap" bs=1 seek=$((size / 2)) conv=notrunc status=none
+dev alpha
+check "a tampered snapshot is refused: the VM boots cold" test "$(boot_mode alpha)" = cold
+reason=$(json_get "$(vmj alpha)" boot reason 2>/dev/null)
+check "and vm.json says why" grep -q "failed its check (sha256" <<<"$reason"
+echo "# reason: $reason"
+check "the cold-booted VM works and kept its state" test "$(field alpha recall '' text)" = "kept by alpha"
+check "the tampered snapshot is removed" test ! -e "$snapdir/vm.snap"
+undev alpha
+
+# --- One made for another berth-vmm: its record names other pins.
+"$vmm" snapshot >"$BERTH_HOME/snap2.log" 2>&1
+python3 - "$snapdir/snapshot.json" <<'EOF'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+d["key"]["berthVmmSha256"] = "0" * 64
+json.dump(d, open(p, "w"))
+EOF
+dev alpha
+check "a snapshot made for another berth-vmm is refused: the VM boots cold" test "$(boot_mode alpha)" = cold
+reason=$(json_get "$(vmj alpha)" boot reason 2>/dev/null)
+check "and vm.json says it was made for another berth-vmm" grep -q "made for other artifacts, another berth-vmm" <<<"$reason"
+echo "# reason: $reason"
+undev alpha
+
+# --- Cold on purpose.
+"$vmm" snapshot >"$BERTH_HOME/snap3.log" 2>&1
+dev alpha --cold
+echo "# --cold: $(json_get "$(vmj alpha)" boot 2>&1)"
+check "berth dev --cold boots cold although a snapshot exists" \
+	test "$(boot_mode alpha) $(ls "$snapdir/vm.snap" 2>/dev/null)" = "cold $snapdir/vm.snap"
+check "berth dev --cold's ready line says boot" grep -q '^VM ready in [0-9]* ms (bundle [0-9]* ms, [a-z]*, boot [0-9]* ms)' "$BERTH_HOME/alpha.log"
+undev alpha
+no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
+check "no VM is left behind" no_vm_left
+finish

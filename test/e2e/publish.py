@@ -355,7 +355,7 @@ def main():
             return 1
     home = tempfile.mkdtemp(prefix="berth-publish.")
     try:
-        inst = subprocess.run([BERTH, "vm", "install", "--from", ARTIFACTS, "--no-download", "--vmm", VMM],
+        inst = subprocess.run([BERTH, "vm", "install", "--from", ARTIFACTS, "--no-download", "--no-snapshot", "--vmm", VMM],
                               env=dict(os.environ, BERTH_HOME=home), capture_output=True, text=True)
         if inst.returncode != 0:
             raise RuntimeError("cannot install the artifacts: " + inst.stderr)

@@ -9,12 +9,15 @@ packages=(
 	# build
 	gcc libc6-dev meson ninja-build pkg-config python3 clang-format
 	libjansson-dev libyaml-dev libseccomp-dev libcurl4-openssl-dev libssl-dev
+	# the terminal's web view (src/terminal-view)
+	libwebsockets-dev
 	# guest artifacts
 	debootstrap erofs-utils busybox-static cpio zstd xz-utils kmod e2fsprogs dpkg-dev
 	# running VMs
 	qemu-system-x86
-	# tests (iproute2: the egress dialer's test makes a network namespace)
-	curl iproute2
+	# tests (iproute2: the egress dialer's test makes a network namespace; tmux: the
+	# terminal app's tests run it on the host)
+	curl iproute2 tmux
 	# the Python SDK and its tests (the same packages as in the guest image)
 	python3-yaml python3-pydantic python3-protobuf
 )

@@ -23,6 +23,7 @@
 #include "github.h"
 #include "journal.h"
 #include "macros.h"
+#include "publish-relay.h"
 
 #define OUTPUT_LINE_MAX (16 * 1024)
 #define REPORT_BYTES_MAX (64 * 1024) /* of agent-init's reports, per app */
@@ -33,6 +34,8 @@
 #define ENV_OWN_MAX 32
 #define ENV_MAX (ENV_OWN_MAX + 2 * 512)
 #define AGENT_INIT "/usr/sbin/agent-init"
+/* Debian's group tty: a terminal app's extra group, for the pseudo-terminals it opens. */
+#define TTY_GID 5
 
 typedef enum AppState {
 	APP_PENDING,
@@ -87,6 +90,7 @@ struct App {
 };
 
 static EvLoop *apps_loop;
+static const json_t *apps_plan;
 static const json_t *apps_secrets;
 static App apps[APPS_MAX];
 static unsigned n_apps;
@@ -131,6 +135,7 @@ int apps_prepare(EvLoop *loop, const json_t *plan, const json_t *secrets)
 	int r;
 
 	apps_loop = loop;
+	apps_plan = plan;
 	apps_secrets = secrets;
 	if (json_array_size(list) > APPS_MAX) {
 		journal_logf("boot plan: more than %d apps", APPS_MAX);
@@ -712,7 +717,11 @@ static int build_env(const App *a, Env *e)
 	snprintf(buf, sizeof(buf), "%u", (unsigned)a->uid);
 	env_set(e, "BERTH_APP_UID", buf);
 	env_set(e, "BERTH_APP_GID", buf);
-	snprintf(buf, sizeof(buf), "%u", BERTH_GROUP_GID);
+	/* A terminal app is in group tty too (SPEC 9.1), as the shells it runs expect. */
+	if (publish_policy_declares(a->conf.policy, "terminal"))
+		snprintf(buf, sizeof(buf), "%u,%u", BERTH_GROUP_GID, TTY_GID);
+	else
+		snprintf(buf, sizeof(buf), "%u", BERTH_GROUP_GID);
 	env_set(e, "BERTH_APP_SUPPLEMENTARY_GIDS", buf);
 	if (a->egress)
 		env_set(e, "BERTH_EGRESS_PROXY_URL", EGRESS_PROXY_URL);
@@ -1146,6 +1155,19 @@ static int rpc_accept(MuxIo *io, uint32_t port, void *userdata)
 		ev_source_set_enabled(pending_timer, EV_ONESHOT);
 	}
 	return sp[1];
+}
+
+int apps_setup_publish(MuxIo *io)
+{
+	static PublishRelayApp list[APPS_MAX];
+
+	for (unsigned i = 0; i < n_apps; i++)
+		list[i] = (PublishRelayApp){
+			.name = apps[i].name,
+			.uid = apps[i].uid,
+			.policy = apps[i].state == APP_REFUSED ? NULL : apps[i].conf.policy,
+		};
+	return publish_relay_setup(io, json_object_get(apps_plan, "publish"), list, n_apps);
 }
 
 int apps_listen_rpc(MuxIo *io)

@@ -32,6 +32,9 @@ int apps_listen_rpc(MuxIo *io);
 int apps_setup_egress(EvLoop *loop, MuxIo *io);
 /* The same for the GitHub broker, when one app declares github:. */
 int apps_setup_github(EvLoop *loop, MuxIo *io);
+/* Route the published ports of the boot plan to their apps' listeners (publish-relay.h),
+ * once the apps that will not start are known. */
+int apps_setup_publish(MuxIo *io);
 /* Start every app, after the egress and GitHub brokers listen when they are needed. @none_started is
  * called (from here, or later from the loop) when no app could start. */
 void apps_launch(void (*none_started)(void));

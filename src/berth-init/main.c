@@ -341,6 +341,8 @@ static int setup_apps(void)
 		r = apps_setup_egress(init.loop, init.mux);
 	if (r >= 0)
 		r = apps_setup_github(init.loop, init.mux);
+	if (r >= 0)
+		r = apps_setup_publish(init.mux);
 	return r;
 }
 

@@ -70,7 +70,7 @@ typedef struct Serve {
 	EgressDialer *egress;
 	LineConn *events;
 	LogFanout *logs;
-	Listener listeners[2 + VMM_APPS_MAX];
+	Listener listeners[2 + VMM_APPS_MAX + PUBLISH_PORTS_MAX];
 	size_t n_listeners;
 	Pending pending[PENDING_MAX];
 	size_t n_pending;
@@ -829,6 +829,14 @@ static int start(Serve *s)
 		snprintf(file, sizeof(file), "rpc-%zu.sock", i);
 		r = add_listener(s, file, MUX_PORT_RPC_BASE + (uint32_t)i);
 	}
+	/* A published port is one more stream of the channel, like an app's RPC: the guest
+	 * relays it to its own 127.0.0.1 (berth-init's publish.c). */
+	for (size_t i = 0; r >= 0 && !v->args.channel_external && i < v->args.n_publish; i++) {
+		char file[32];
+
+		snprintf(file, sizeof(file), "publish-%u.sock", v->args.publish[i]);
+		r = add_listener(s, file, MUX_PORT_PUBLISH_BASE + (uint32_t)i);
+	}
 	if (r < 0)
 		return r;
 	(void)ev_add_signal(s->loop, NULL, SIGTERM, on_signal, s);
@@ -860,10 +868,12 @@ static int start(Serve *s)
 		return log_error_errno(r, "cannot read QEMU's standard error: %m");
 	v->engine.stderr_fd = -EBADF; /* the loop owns it now */
 	/* The console comes on a pipe, and berth-vmm keeps what fits in console.log. */
-	s->console_out = v->args.console_stderr
-				 ? fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)
-				 : open(v->console_path,
-					O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+	s->console_out =
+		v->args.console_stderr
+			? fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)
+			: open(v->console_path,
+			       O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOCTTY,
+			       0600);
 	if (s->console_out < 0)
 		return log_error_errno(errno, "cannot open %s: %m",
 				       v->args.console_stderr ? "standard error" : v->console_path);

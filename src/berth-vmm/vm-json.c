@@ -10,6 +10,7 @@
 
 #include "fileio.h"
 #include "macros.h"
+#include "mux.h"
 #include "pins.h"
 #include "vm-json.h"
 #include "vmm-run.h"
@@ -34,6 +35,24 @@ static json_t *run_dir_path(const Vmm *v, const char *file)
 	return json_string(p);
 }
 
+/* [{port, muxPort, socket, app}]: where the host reaches each published guest port. */
+static json_t *published_json(const Vmm *v)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < v->args.n_publish; i++) {
+		char file[32];
+
+		snprintf(file, sizeof(file), "publish-%u.sock", v->args.publish[i]);
+		json_array_append_new(list,
+				      json_pack("{s:i, s:I, s:o, s:s}", "port", v->args.publish[i],
+						"muxPort", (json_int_t)(MUX_PORT_PUBLISH_BASE + i),
+						"socket", run_dir_path(v, file), "app",
+						v->apps[v->publish_app[i]].name));
+	}
+	return list;
+}
+
 static json_t *endpoints_json(const Vmm *v)
 {
 	json_t *rpc = json_array(), *o = json_object();
@@ -53,6 +72,7 @@ static json_t *endpoints_json(const Vmm *v)
 	json_object_set_new(o, "rpc", rpc);
 	json_object_set_new(o, "console", json_string(v->console_path ? v->console_path : ""));
 	json_object_set_new(o, "egress", egress_config_to_json(&v->args.egress));
+	json_object_set_new(o, "published", published_json(v));
 	return o;
 }
 

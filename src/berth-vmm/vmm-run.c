@@ -66,8 +66,40 @@ static void usage(void)
 	       "                       ('*' globs; no port: 80 and 443); repeatable, or a comma-\n"
 	       "                       separated list; none: no egress\n"
 	       "  --egress-max-conns N egress connections at once (default 64)\n"
+	       "  --publish PORT       serve the guest's 127.0.0.1:PORT as publish-PORT.sock in the\n"
+	       "                       run dir; only 7681, the terminal's web view, whose app must\n"
+	       "                       be in the VM; repeatable (up to 8)\n"
 	       "  --no-host-sandbox    run berth-vmm and QEMU without Landlock and seccomp\n"
 	       "                       (debugging only; see docs/vm.md)\n");
+}
+
+/* One --publish: a port of the table (publish.h), once. Which app serves it is checked once
+ * the apps' policies are compiled (check_publish()). */
+static int add_publish(VmmArgs *a, const char *value)
+{
+	const PublishPort *rows;
+	char list[256] = "";
+	size_t n;
+	uint16_t port;
+
+	if (parse_port(value, strlen(value), &port) < 0)
+		return log_error("--publish takes a TCP port number (1-65535), not '%s'", value);
+	if (!publish_port_lookup(port)) {
+		rows = publish_ports(&n);
+		for (size_t i = 0; i < n; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%u (%s)",
+				 i ? ", " : "", rows[i].port, rows[i].what);
+		return log_error(
+			"--publish %u: this port is never published to the host; only %s may be",
+			port, list);
+	}
+	for (size_t i = 0; i < a->n_publish; i++)
+		if (a->publish[i] == port)
+			return log_error("--publish %u is given twice", port);
+	if (a->n_publish >= PUBLISH_PORTS_MAX)
+		return log_error("too many --publish: at most %d", PUBLISH_PORTS_MAX);
+	a->publish[a->n_publish++] = port;
+	return 0;
 }
 
 /* One --egress-allow: a pattern, or several separated by commas (no pattern has one). */
@@ -117,6 +149,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_ACCEL,
 		O_QEMU,
 		O_BOOT_STALL,
+		O_PUBLISH,
 		O_COLD,
 		O_HELP
 	};
@@ -142,6 +175,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"accel", required_argument, NULL, O_ACCEL},
 		{"qemu", required_argument, NULL, O_QEMU},
 		{"boot-stall-timeout", required_argument, NULL, O_BOOT_STALL},
+		{"publish", required_argument, NULL, O_PUBLISH},
 		{"cold", no_argument, NULL, O_COLD},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
@@ -246,6 +280,11 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 					"--boot-stall-timeout takes seconds from 0 to 3600, not '%s'",
 					optarg);
 			break;
+		case O_PUBLISH:
+			r = add_publish(a, optarg);
+			if (r < 0)
+				return r;
+			break;
 		case O_HELP:
 			usage();
 			exit(0);
@@ -328,17 +367,29 @@ static int check_apps(Vmm *v)
 	return 0;
 }
 
-static int check_socket_paths(const char *run_dir)
+static int check_socket_path(const char *run_dir, const char *file)
 {
-	for (size_t i = 0; i < ELEMENTSOF(run_dir_sockets); i++) {
-		size_t len = strlen(run_dir) + 1 + strlen(run_dir_sockets[i]);
+	size_t len = strlen(run_dir) + 1 + strlen(file);
 
-		if (len > SOCKET_PATH_MAX)
-			return log_error(
-				"the run dir %s is too long for unix sockets (%s/%s is %zu bytes, at most %d): set BERTH_HOME to a shorter path or pass a shorter --run-dir",
-				run_dir, run_dir, run_dir_sockets[i], len, SOCKET_PATH_MAX);
-	}
+	if (len > SOCKET_PATH_MAX)
+		return log_error(
+			"the run dir %s is too long for unix sockets (%s/%s is %zu bytes, at most %d): set BERTH_HOME to a shorter path or pass a shorter --run-dir",
+			run_dir, run_dir, file, len, SOCKET_PATH_MAX);
 	return 0;
+}
+
+static int check_socket_paths(const VmmArgs *a, const char *run_dir)
+{
+	char file[32];
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(run_dir_sockets); i++)
+		r = check_socket_path(run_dir, run_dir_sockets[i]);
+	for (size_t i = 0; r >= 0 && i < a->n_publish; i++) {
+		snprintf(file, sizeof(file), "publish-%u.sock", a->publish[i]);
+		r = check_socket_path(run_dir, file);
+	}
+	return r;
 }
 
 static int open_state_disk(Vmm *v)
@@ -467,10 +518,51 @@ static int compile_policies(Vmm *v)
 	return 0;
 }
 
+/*
+ * Each published port's app, and the at-most-one rule (SPEC 8.3): a port of the table is
+ * served by the one app that declares its capability, so two apps declaring it would leave
+ * the guest no way to tell whose listener the host reaches. That refuses the VM whether or
+ * not the port is published. A --publish whose app is not in the VM is refused too.
+ */
+static int check_publish(Vmm *v)
+{
+	const PublishPort *rows;
+	size_t n_rows = 0;
+
+	rows = publish_ports(&n_rows);
+	for (size_t k = 0; k < n_rows; k++) {
+		char names[VMM_APPS_MAX * 34] = "";
+		unsigned n = 0;
+		int serving = -1;
+
+		for (size_t i = 0; i < v->n_apps; i++) {
+			if (!publish_policy_declares(v->apps[i].policy, rows[k].ns))
+				continue;
+			serving = (int)i;
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 n++ ? ", " : "", v->apps[i].name);
+		}
+		if (n > 1)
+			return log_error(
+				"at most one app may declare a %s:* capability when running multiple apps together — found %u: %s",
+				rows[k].ns, n, names);
+		for (size_t i = 0; i < v->args.n_publish; i++) {
+			if (v->args.publish[i] != rows[k].port)
+				continue;
+			if (serving < 0)
+				return log_error(
+					"--publish %u: no app of this VM declares a %s: capability, whose app serves %s on that port",
+					rows[k].port, rows[k].ns, rows[k].what);
+			v->publish_app[i] = serving;
+		}
+	}
+	return 0;
+}
+
 /* The boot disk (boot-disk.h): the plan and the secrets, in a file that has no name. */
 static int build_boot_disk(Vmm *v)
 {
-	_cleanup_(json_decrefp) json_t *apps = json_array(), *plan = NULL;
+	_cleanup_(json_decrefp) json_t *apps = json_array(), *publish = json_array(), *plan = NULL;
 	char err[256] = "";
 	int fd, r;
 
@@ -483,8 +575,12 @@ static int build_boot_disk(Vmm *v)
 						      capability_policy_to_json(v->apps[i].policy),
 						      "warnings", v->apps[i].warnings));
 	}
-	plan = apps ? json_pack("{s:O}", "apps", apps) : NULL;
-	if (!plan || json_array_size(apps) != v->n_apps)
+	/* The ports only: the guest finds their app from the same table (publish.h). */
+	for (size_t i = 0; publish && i < v->args.n_publish; i++)
+		json_array_append_new(publish, json_integer(v->args.publish[i]));
+	plan = apps && publish ? json_pack("{s:O, s:O}", "apps", apps, "publish", publish) : NULL;
+	if (!plan || json_array_size(apps) != v->n_apps ||
+	    json_array_size(publish) != v->args.n_publish)
 		return log_error_errno(-ENOMEM, "out of memory");
 	fd = open(v->run_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -755,7 +851,7 @@ static int prepare(Vmm *v)
 	v->run_dir = v->args.run_dir ? strdup(v->args.run_dir) : berth_run_dir(v->args.name);
 	if (!v->name || !v->run_dir)
 		return log_error_errno(-ENOMEM, "out of memory");
-	r = check_socket_paths(v->run_dir);
+	r = check_socket_paths(&v->args, v->run_dir);
 	if (r < 0)
 		return r;
 	r = check_apps(v);
@@ -809,6 +905,8 @@ static int prepare(Vmm *v)
 	if (v->args.secrets && (r = open_secrets(v)) < 0)
 		return r;
 	r = compile_policies(v);
+	if (r >= 0)
+		r = check_publish(v);
 	if (r >= 0)
 		r = build_boot_disk(v);
 	if (r >= 0)

@@ -8,6 +8,7 @@
 #include "accel.h"
 #include "artifacts.h"
 #include "policy.h"
+#include "publish.h"
 #include "egress-dialer.h"
 #include "engine.h"
 #include "share.h"
@@ -16,9 +17,9 @@
 /* One running VM as berth-vmm sees it. */
 
 #define VMM_APPS_MAX VM_SHARES_MAX /* one share an app (engine.h) */
-#define SOCKET_PATH_MAX 103 /* sizeof(sun_path) - 1, minus the portable margin */
+#define SOCKET_PATH_MAX 103	   /* sizeof(sun_path) - 1, minus the portable margin */
 #define VMM_BOOT_STALL_S_DEFAULT 30
-#define VMM_LOG_BYTES_MAX (8 * 1024 * 1024)	  /* of vmm.log (info lines) */
+#define VMM_LOG_BYTES_MAX (8 * 1024 * 1024) /* of vmm.log (info lines) */
 #define VMM_LOG_RESERVE_BYTES (1024 * 1024) /* and warnings and errors after that */
 #define POLICY_WARNINGS_MAX 64 /* compiler warnings carried per app to the guest's log */
 
@@ -59,6 +60,10 @@ typedef struct VmmArgs {
 	bool cold;	       /* --cold: never restore a snapshot */
 	const char *apps[VMM_APPS_MAX];
 	size_t n_apps;
+	/* --publish: guest TCP ports served to the host as publish-<port>.sock, on channel
+	 * port MUX_PORT_PUBLISH_BASE + their index here (docs/vm.md, "Published ports"). */
+	uint16_t publish[PUBLISH_PORTS_MAX];
+	size_t n_publish;
 } VmmArgs;
 
 typedef struct Vmm {
@@ -84,6 +89,7 @@ typedef struct Vmm {
 	AccelChoice accel; /* which accelerator, who asked, and why */
 	char *qemu;	   /* the QEMU program, resolved through the settings */
 	char *failure;	   /* why the VM failed, once it has; NULL while it has not */
+	int publish_app[PUBLISH_PORTS_MAX]; /* the index of the app serving each --publish */
 	HostSandbox host_sandbox;
 	Engine engine;
 	char started_at[40];

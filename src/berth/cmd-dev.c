@@ -31,10 +31,12 @@
 #include "manifest.h"
 #include "parse-util.h"
 #include "paths.h"
+#include "publish-host.h"
 #include "rundir.h"
 #include "runtime-select.h"
 #include "source-dir.h"
 #include "term-text.h"
+#include "terminal-login.h"
 #include "time-util.h"
 #include "vm-client.h"
 #include "vm-launch.h"
@@ -57,8 +59,9 @@ typedef struct Dev {
 	char *last_line;      /* the newest log line printed, as it came */
 	LineBuffer *catch_up; /* after a reattach: the replay, until its end marker */
 	bool reattaching, refused_said;
-	bool reload_pending;	   /* a change came while the VM booted */
-	long long t0, stop_ms;	   /* when the (re)load began, and what the stop took */
+	bool reload_pending;			   /* a change came while the VM booted */
+	PublishHost *published[PUBLISH_PORTS_MAX]; /* the app's published ports, on the host */
+	long long t0, stop_ms; /* when the (re)load began, and what the stop took */
 	int exit_code;
 } Dev;
 
@@ -316,8 +319,7 @@ static void on_reload_booted(VmLaunch *l, int r, void *userdata)
 		say("the new version did not start; fix it and save again");
 	else {
 		printf("Reloaded in %lld ms (bundle %lld ms, stop %lld ms, boot %lld ms). boot %s\n",
-		       now_ms() - d->t0, l->bundle.ms, d->stop_ms, l->boot_ms,
-		       l->boot_id);
+		       now_ms() - d->t0, l->bundle.ms, d->stop_ms, l->boot_ms, l->boot_id);
 		fflush(stdout);
 		(void)attach_logs(d, false);
 	}
@@ -390,6 +392,8 @@ static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userd
 
 static void dev_done(Dev *d)
 {
+	for (size_t i = 0; i < ELEMENTSOF(d->published); i++)
+		d->published[i] = publish_host_free(d->published[i]);
 	detach_logs(d);
 	free(d->last_line);
 	linebuf_free(d->catch_up);
@@ -438,6 +442,73 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	return 0;
 }
 
+/*
+ * The login, where only the person sees it: on standard output when that is a terminal,
+ * else on the controlling terminal; never into a file or a pipe (a CI log, a tee).
+ */
+static void print_login(const Dev *d)
+{
+	const char *secret = terminal_login_secret(d->l.terminal_login);
+	FILE *tty;
+
+	if (isatty(STDOUT_FILENO)) {
+		printf("[berth:dev] login: " TERMINAL_LOGIN_USER " / %s\n", secret);
+		return;
+	}
+	tty = fopen("/dev/tty", "we");
+	if (tty) {
+		fprintf(tty, "[berth:dev] login: " TERMINAL_LOGIN_USER " / %s\n", secret);
+		fclose(tty);
+		say("login: " TERMINAL_LOGIN_USER
+		    " / (printed on your terminal, not here: standard output is not one)");
+		return;
+	}
+	say("login: " TERMINAL_LOGIN_USER
+	    " / (not printed: berth dev has no terminal to show it on; run it from one)");
+}
+
+/*
+ * Serve the app's published ports on the host (the terminal's web view), before the first
+ * boot so that a BERTH_PUBLISH_HOST that cannot be served stops berth dev before anything
+ * boots. Once: the host port stays the same across reloads, as does the login, so an open
+ * tab keeps working.
+ */
+static int publish_ports_on_host(Dev *d)
+{
+	char err[512];
+
+	for (size_t i = 0; i < d->l.n_published; i++) {
+		_cleanup_free_ char *warning = NULL;
+		int r;
+
+		r = publish_host_new(d->loop, d->l.run_dir, d->l.published[i], NULL,
+				     &d->published[i], &warning, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "cannot serve %s: %s",
+					       publish_port_lookup(d->l.published[i])->what, err);
+		if (warning)
+			log_warning("%s", warning);
+	}
+	return 0;
+}
+
+/* Where the person finds them (SPEC 8.3), once the app is ready. */
+static void print_published(const Dev *d)
+{
+	for (size_t i = 0; i < d->l.n_published; i++) {
+		const PublishPort *row = publish_port_lookup(d->l.published[i]);
+
+		if (!streq(row->ns, "terminal") || !d->l.terminal_login) {
+			say("%s: %s", row->what, publish_host_url(d->published[i]));
+			continue;
+		}
+		say("Terminal: %s", publish_host_url(d->published[i]));
+		print_login(d);
+		say("the terminal starts with its first call (run_command, send_keys or read_screen); until then the page does not load");
+	}
+	fflush(stdout);
+}
+
 /* The first boot is over: on success, watch the app and stream its log. */
 static void on_first_boot(VmLaunch *l, int r, void *userdata)
 {
@@ -459,6 +530,7 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 	       l->boot_ms, l->boot_id, json_integer_value(json_object_get(vm, "pid")));
 	say("run dir %s; call it with `berth rpc %s --export <name>`", l->run_dir, l->name);
 	fflush(stdout);
+	print_published(d);
 	r = start_watching(d);
 	if (r >= 0)
 		r = ev_add_time_relative(d->loop, &d->reattach, EV_USEC_INFINITY, on_reattach, d);
@@ -489,6 +561,8 @@ int cmd_dev(int argc, char **argv)
 		dev_done(&d);
 		return r < 0 ? CLI_EXIT_USAGE : 0;
 	}
+	/* The terminal's web view reaches the host (SPEC 8.3); berth mcp publishes nothing. */
+	d.l.publish = true;
 	if (vm_launch_load(&d.l, dir, runtime_flag, "berth-dev-") < 0) {
 		dev_done(&d);
 		return 1;
@@ -522,6 +596,11 @@ int cmd_dev(int argc, char **argv)
 		r = ev_add_signal(d.loop, NULL, SIGHUP, on_signal, &d);
 	if (r < 0) {
 		log_error_errno(r, "cannot set up the event loop: %m");
+		dev_done(&d);
+		return 1;
+	}
+	r = publish_ports_on_host(&d);
+	if (r < 0) {
 		dev_done(&d);
 		return 1;
 	}

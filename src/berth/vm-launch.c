@@ -27,6 +27,7 @@
 #include "secrets-disk.h"
 #include "source-dir.h"
 #include "term-text.h"
+#include "terminal-login.h"
 #include "time-util.h"
 #include "vm-client.h"
 #include "vm-install.h"
@@ -91,6 +92,39 @@ static int load_egress(VmLaunch *l)
 	return 0;
 }
 
+/*
+ * The ports of the publish table whose capability the app declares (the terminal's 7681),
+ * and the terminal's login: made here, once, so that it stays the same across reloads and
+ * a browser that has it keeps working.
+ */
+static int load_terminal(VmLaunch *l)
+{
+	const char *const *caps;
+	size_t n = manifest_capabilities(l->manifest, &caps), n_rows;
+	const PublishPort *rows = publish_ports(&n_rows);
+	bool terminal = false;
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		terminal |= publish_capability_in(caps[i], "terminal");
+	for (size_t k = 0; k < n_rows; k++)
+		for (size_t i = 0; i < n; i++)
+			if (publish_capability_in(caps[i], rows[k].ns) &&
+			    l->n_published < PUBLISH_PORTS_MAX) {
+				l->published[l->n_published++] = rows[k].port;
+				break;
+			}
+	if (!terminal)
+		return 0;
+	l->terminal_login = malloc(TERMINAL_LOGIN_LEN + 1);
+	if (!l->terminal_login)
+		return log_error_errno(-ENOMEM, "out of memory");
+	r = terminal_login_new(l->terminal_login);
+	if (r < 0)
+		return log_error_errno(r, "cannot make the terminal's login: %m");
+	return 0;
+}
+
 int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 		   const char *vm_name_prefix)
 {
@@ -115,6 +149,8 @@ int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 	if (r < 0)
 		return log_error("%s", reason ? reason : "this app cannot run in the VM");
 	r = load_egress(l);
+	if (r >= 0)
+		r = load_terminal(l);
 	if (r < 0)
 		return r;
 	l->name = strdup(manifest_name(l->manifest));
@@ -172,7 +208,8 @@ static void print_warning(const char *line, void *userdata)
 static int write_secrets(VmLaunch *l, char **ret)
 {
 	_cleanup_(manifest_freep) Manifest *m = NULL;
-	_cleanup_free_ char *path = NULL;
+	_cleanup_(env_set_freep) EnvSet *own = NULL;
+	_cleanup_free_ char *path = NULL, *login = NULL;
 	SecretsDiskApp app;
 	char err[1024], *image = NULL;
 	size_t size;
@@ -184,9 +221,18 @@ static int write_secrets(VmLaunch *l, char **ret)
 	r = vm_launch_load_manifest(l->bundle.dir, &m);
 	if (r < 0)
 		return r;
-	app = (SecretsDiskApp){.name = l->name, .manifest = m};
+	/* The terminal's login, for the terminal alone. */
+	if (l->terminal_login) {
+		if (asprintf(&login, TERMINAL_LOGIN_ENV "=%s", l->terminal_login) < 0)
+			return log_error_errno(-ENOMEM, "out of memory");
+		r = env_set_add_env(&own, login, err, sizeof(err));
+		explicit_bzero(login, strlen(login));
+		if (r < 0)
+			return log_error_errno(r, "cannot pass the terminal's login: %s", err);
+	}
+	app = (SecretsDiskApp){.name = l->name, .manifest = m, .own = own};
 	secrets_disk_warn(l->env, &app, 1, print_warning, NULL);
-	if (env_set_size(l->env) == 0)
+	if (env_set_size(l->env) == 0 && env_set_size(own) == 0)
 		return 0;
 	/* `--env NAME` read NAME from this environment: berth-vmm and QEMU need not inherit
 	 * it. What the CLI and berth-vmm read themselves stays. */
@@ -469,7 +515,7 @@ typedef struct VmBoot {
 	int vmm_pidfd; /* `berth-vmm run`; -EBADF once reaped */
 	EvSource *vmm_exit, *vmm_out, *timer;
 	int vmm_out_fd; /* the read end of its output, owned by vmm_out */
-	char *out; /* what `berth-vmm run` printed, VMM_OUTPUT_MAX bytes at most */
+	char *out;	/* what `berth-vmm run` printed, VMM_OUTPUT_MAX bytes at most */
 	size_t out_len;
 	LineConn *control;
 	VmReadiness readiness;
@@ -672,7 +718,8 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 	if (l->cold)
 		argv[argc++] = "--cold";
 	for (size_t i = 0; l->vmm_args && l->vmm_args[i]; i++) {
-		if (argc + 6 >= size)
+		/* Room left for --egress-allow, --publish, --secrets and the NULL. */
+		if (argc + 6 + 2 * PUBLISH_PORTS_MAX >= size)
 			return log_error_errno(-E2BIG, "too many berth-vmm arguments (at most %d)",
 					       VMM_ARGS_MAX);
 		argv[argc++] = l->vmm_args[i];
@@ -692,6 +739,14 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 		argv[argc++] = egress;
 		say(l, "egress: %s (berth-vmm checks every connection against these)", egress);
 	}
+	/* Each published port is its own socket in the run dir; the command serves it. */
+	for (size_t i = 0; l->publish && i < l->n_published; i++) {
+		static char ports[PUBLISH_PORTS_MAX][8];
+
+		snprintf(ports[i], sizeof(ports[i]), "%u", l->published[i]);
+		argv[argc++] = "--publish";
+		argv[argc++] = ports[i];
+	}
 	r = write_secrets(l, &b->secrets);
 	if (r < 0)
 		return r;
@@ -707,7 +762,7 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void *userdata)
 {
 	_cleanup_free_ char *egress = NULL;
-	char *argv[VMM_ARGS_MAX + 14];
+	char *argv[VMM_ARGS_MAX + 14 + 2 * PUBLISH_PORTS_MAX];
 	VmBoot *b;
 	int out_fd = -EBADF, r;
 
@@ -853,5 +908,8 @@ void vm_launch_done(VmLaunch *l)
 	free(l->state);
 	env_set_free(l->env);
 	vm_egress_allow_free(l->egress_allow);
+	if (l->terminal_login)
+		explicit_bzero(l->terminal_login, strlen(l->terminal_login));
+	free(l->terminal_login);
 	*l = (VmLaunch){};
 }

@@ -7,6 +7,7 @@
 #include "env-args.h"
 #include "evloop.h"
 #include "manifest.h"
+#include "publish.h"
 
 /*
  * Booting one app in its own VM, as `berth dev` and `berth mcp` both do: load and check
@@ -22,7 +23,13 @@
  * berth-vmm with --secrets, and deletes it once berth-vmm has handed it to QEMU (on
  * every path: a failed start and a signal included). With no --env given nothing is
  * written. Warnings about the scoping go to standard error.
+ *
+ * The terminal (docs/terminal.md): an app that declares terminal:* gets a login made for
+ * the session (l->terminal_login), on the secrets disk, for that app alone. With
+ * l->publish (berth dev), its web view's port is published (berth-vmm run --publish), and
+ * l->published[] says which ports and their sockets in the run dir.
  */
+
 /* How far a boot is, for a command that tells its users (berth mcp's progress). */
 typedef enum VmLaunchStage {
 	VM_LAUNCH_STAGE_INSTALLING,   /* the pinned artifacts are being installed */
@@ -46,10 +53,14 @@ typedef struct VmLaunch {
 	Manifest *manifest;
 	Bundle bundle;
 	unsigned boot_timeout_ms;
-	bool cold;	     /* --cold: boot the kernel, do not restore a snapshot */
-	char **vmm_args;     /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
-	EnvSet *env;	     /* --env and --env-file values (owned); NULL when none was given */
-	char **egress_allow; /* --egress-allow patterns from berth.yml (vm_egress_plan()) */
+	bool cold;	      /* --cold: boot the kernel, do not restore a snapshot */
+	char **vmm_args;      /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
+	EnvSet *env;	      /* --env and --env-file values (owned); NULL when none was given */
+	char **egress_allow;  /* --egress-allow patterns from berth.yml (vm_egress_plan()) */
+	char *terminal_login; /* "berth:<secret>" when the app declares terminal:*, else NULL */
+	bool publish;	      /* publish the app's ports of the publish table (berth dev) */
+	uint16_t published[PUBLISH_PORTS_MAX]; /* which, with l->publish */
+	size_t n_published;
 	struct VmBoot *boot; /* the boot in progress, NULL when none */
 	long long boot_ms;   /* the last boot that got ready: how long it took */
 	char boot_id[37];    /* and its id */

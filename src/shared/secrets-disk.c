@@ -204,13 +204,25 @@ static void emit_document(Writer *w, const EnvSet *env, const SecretsDiskApp *ap
 			emit_pair(w, &first, env, i);
 	emit_str(w, "},\"apps\":{");
 	for (size_t a = 0; a < n_apps; a++) {
+		const EnvSet *own = apps[a].own;
+
 		first = true;
+		/* First the CLI's own values, then the declared ones they leave. */
+		for (size_t i = 0; i < env_set_size(own); i++) {
+			size_t len;
+			const char *value = env_set_value(own, i, &len);
+
+			emit_app_pair(w, &first, &first_app, apps[a].name, env_set_name(own, i),
+				      value, len);
+		}
 		for (size_t i = 0; i < env_set_size(env); i++) {
 			const char *name = env_set_name(env, i);
 			const SecretRoute *route = route_of(apps, n_apps, name);
 			size_t len;
 			const char *value = env_set_value(env, i, &len);
 
+			if (env_set_get(own, name, NULL))
+				continue;
 			/* A routed secret: the app of its namespace gets the placeholder, no app
 			 * the value. */
 			if (route && declares_ns(apps[a].manifest, route->ns))

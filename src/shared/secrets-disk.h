@@ -32,6 +32,10 @@
 typedef struct SecretsDiskApp {
 	const char *name;	  /* the app's name in the VM: its share's directory name */
 	const Manifest *manifest; /* its berth.yml, whose secrets: decide the scope */
+	/* Values the CLI itself makes for this app alone (the terminal's login,
+	 * BERTH_TERMINAL_CREDENTIAL), whatever its berth.yml declares; one of them wins over a
+	 * --env value of the same name in the app's own set. NULL: none. */
+	const EnvSet *own;
 } SecretsDiskApp;
 
 /* Called with each warning, one line, no newline; names only, never a value. */

@@ -20,7 +20,6 @@ typedef struct Unsupported {
 static const Unsupported unsupported[] = {
 	{"network", "peer", "the VM has no mesh network (WireGuard) daemon"},
 	{"browser", NULL, "the VM has no browser layer"},
-	{"terminal", NULL, "the VM has no terminal (ttyd) service"},
 };
 
 /* Is @name one of the comma-separated @list? */
@@ -67,6 +66,14 @@ int vm_support_check_image(const Manifest *m, const char *daemons, char **reason
 			if (asprintf(
 				    reason,
 				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no GitHub API broker (its manifest lists %s). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/github.md)",
+				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
+				*reason = NULL;
+			return -EOPNOTSUPP;
+		}
+		if (streq(ns, "terminal") && !listed(daemons, "terminal-view")) {
+			if (asprintf(
+				    reason,
+				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no terminal web view (its manifest lists %s). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/terminal.md)",
 				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
 				*reason = NULL;
 			return -EOPNOTSUPP;

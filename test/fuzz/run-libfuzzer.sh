@@ -63,6 +63,13 @@ policy)
 	sources="src/shared/boot-disk.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
 	libs="-ljansson -lm"
 	;;
+view-checks)
+	sources="src/terminal-view/auth.c src/terminal-view/message.c"
+	;;
+view-server)
+	sources="src/terminal-view/server.c src/terminal-view/pty.c src/terminal-view/auth.c src/terminal-view/message.c src/basic/fileio.c"
+	libs="-lwebsockets"
+	;;
 *)
 	echo "run-libfuzzer.sh: unknown target '$target'; add its sources here" >&2
 	exit 2
@@ -82,7 +89,7 @@ python3 tools/gen-capability-model.py sdk/capability-model.json "$out/capability
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/github-broker -Isrc/berth-vmm -Isrc/berth \
-	-Isrc/berth/mcp \
+	-Isrc/berth/mcp -Isrc/terminal-view \
 	-Isrc/capability -I"$out" \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 

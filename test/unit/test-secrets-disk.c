@@ -77,8 +77,8 @@ static Manifest *manifest_caps(const char *name, const char *caps, const char *s
 	_cleanup_free_ char *yaml = NULL;
 	Manifest *m = NULL;
 
-	ASSERT_TRUE(asprintf(&yaml, "name: %s\nversion: 1.0.0\ncapabilities: %s\n%s%s\n", name, caps,
-			     secrets ? "secrets: " : "", secrets ?: "") > 0);
+	ASSERT_TRUE(asprintf(&yaml, "name: %s\nversion: 1.0.0\ncapabilities: %s\n%s%s\n", name,
+			     caps, secrets ? "secrets: " : "", secrets ?: "") > 0);
 	ASSERT_OK(manifest_parse(yaml, strlen(yaml), NULL, &m, NULL));
 	return m;
 }
@@ -98,7 +98,7 @@ TEST(scoping)
 	_cleanup_(manifest_freep) Manifest *plain = manifest("plain", NULL);
 	_cleanup_(env_set_freep) EnvSet *e = env("GH_TOKEN=gh-" SECRET "\nSHARED=for all\n"
 						 "BOTH=two apps\nALSO_SHARED=x\n");
-	SecretsDiskApp apps[] = {{"gh", gh}, {"other", other}, {"plain", plain}};
+	SecretsDiskApp apps[] = {{"gh", gh, NULL}, {"other", other, NULL}, {"plain", plain, NULL}};
 	_cleanup_(json_decrefp) json_t *doc = build_and_read(e, apps, 3);
 	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT);
 
@@ -109,12 +109,37 @@ TEST(scoping)
 	ASSERT_TRUE(json_object_get(json_object_get(doc, "apps"), "plain") == NULL);
 }
 
+/* The CLI's own values for one app (the terminal's login): to that app alone, whatever its
+ * berth.yml declares, over a --env value of the same name there, and with nothing else on
+ * the disk. */
+TEST(own_values)
+{
+	_cleanup_(manifest_freep) Manifest *term =
+		manifest("terminal", "[BERTH_TERMINAL_CREDENTIAL]");
+	_cleanup_(manifest_freep) Manifest *other = manifest("other", NULL);
+	_cleanup_(env_set_freep) EnvSet *login =
+		env("BERTH_TERMINAL_CREDENTIAL=berth:" SECRET "\n");
+	_cleanup_(env_set_freep) EnvSet *e = env("BERTH_TERMINAL_CREDENTIAL=from-the-user\nA=1\n");
+	SecretsDiskApp apps[] = {{"other", other, NULL}, {"terminal", term, login}};
+	_cleanup_(json_decrefp) json_t *doc = build_and_read(e, apps, 2), *alone = NULL;
+	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT), *text2 = NULL;
+
+	ASSERT_STREQ(text, "{\"apps\":{\"terminal\":{\"BERTH_TERMINAL_CREDENTIAL\":"
+			   "\"berth:s3cr3t-Value\"}},\"daemons\":{},\"shared\":{\"A\":\"1\"}}");
+	/* Without any --env, and for an app that declares nothing. */
+	apps[1].manifest = other;
+	alone = build_and_read(NULL, apps, 2);
+	text2 = json_dumps(alone, JSON_SORT_KEYS | JSON_COMPACT);
+	ASSERT_STREQ(text2, "{\"apps\":{\"terminal\":{\"BERTH_TERMINAL_CREDENTIAL\":"
+			    "\"berth:s3cr3t-Value\"}},\"daemons\":{},\"shared\":{}}");
+}
+
 TEST(warnings_name_names_only)
 {
 	_cleanup_(manifest_freep) Manifest *gh = manifest("gh", "[GH_TOKEN, GH_MISSING]");
 	_cleanup_(manifest_freep) Manifest *other = manifest("other", "[OTHER_MISSING]");
 	_cleanup_(env_set_freep) EnvSet *e = env("GH_TOKEN=" SECRET "\nUNSCOPED=" SECRET "\n");
-	SecretsDiskApp apps[] = {{"gh", gh}, {"other", other}};
+	SecretsDiskApp apps[] = {{"gh", gh, NULL}, {"other", other, NULL}};
 	Warnings w = {};
 
 	secrets_disk_warn(e, apps, 2, collect, &w);
@@ -157,7 +182,7 @@ TEST(values_survive_byte_for_byte)
 		"looks like json {\"a\":[1]} and \\u0000",
 	};
 	char err[256], arg[256];
-	SecretsDiskApp app = {"app", m};
+	SecretsDiskApp app = {"app", m, NULL};
 
 	for (size_t i = 0; i < ELEMENTSOF(values); i++) {
 		snprintf(arg, sizeof(arg), "V%zu=%s", i, values[i]);
@@ -181,7 +206,7 @@ TEST(values_survive_byte_for_byte)
 TEST(empty_set)
 {
 	_cleanup_(manifest_freep) Manifest *m = manifest("app", "[KEY]");
-	SecretsDiskApp app = {"app", m};
+	SecretsDiskApp app = {"app", m, NULL};
 	char *image = NULL, err[256];
 	size_t size;
 
@@ -197,34 +222,39 @@ TEST(github_token_goes_to_the_broker_alone)
 	Manifest *gh = manifest_caps("gh", "[github:read:repos, network:connect:8092]",
 				     "[GITHUB_TOKEN, GITHUB_REPO]");
 	Manifest *other = manifest_caps("other", "[]", "[GITHUB_TOKEN]");
-	SecretsDiskApp apps[] = {{"gh", gh}, {"other", other}};
+	SecretsDiskApp apps[] = {{"gh", gh, NULL}, {"other", other, NULL}};
 	json_t *doc = build_and_read(e, apps, 2);
 	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT);
 	Warnings w = {};
 
-	ASSERT_STREQ(text, "{\"apps\":{\"gh\":{\"GITHUB_REPO\":\"o/r\",\"GITHUB_TOKEN\":\""
-			   SECRETS_GITHUB_TOKEN_PLACEHOLDER "\"}},\"daemons\":{\"github-api-broker\":"
-			   "{\"GITHUB_TOKEN\":\"ghp_s3cr3t\"}},\"shared\":{}}");
+	ASSERT_STREQ(
+		text,
+		"{\"apps\":{\"gh\":{\"GITHUB_REPO\":\"o/r\",\"GITHUB_TOKEN\":\"" SECRETS_GITHUB_TOKEN_PLACEHOLDER
+		"\"}},\"daemons\":{\"github-api-broker\":"
+		"{\"GITHUB_TOKEN\":\"ghp_s3cr3t\"}},\"shared\":{}}");
 	secrets_disk_warn(e, apps, 2, collect, &w);
-	ASSERT_TRUE(strstr(w.text, "[berth] GITHUB_TOKEN goes to the GitHub API broker alone") != NULL);
+	ASSERT_TRUE(strstr(w.text, "[berth] GITHUB_TOKEN goes to the GitHub API broker alone") !=
+		    NULL);
 	ASSERT_TRUE(strstr(w.text, "s3cr3t") == NULL);
 	json_decref(doc);
 	/* Undeclared too: the token is never shared with every app once github: is declared. */
 	{
 		Manifest *gh2 = manifest_caps("gh", "[github:read:repos]", NULL);
-		SecretsDiskApp one[] = {{"gh", gh2}};
+		SecretsDiskApp one[] = {{"gh", gh2, NULL}};
 
 		doc = build_and_read(e, one, 1);
-		ASSERT_TRUE(json_object_get(json_object_get(doc, "shared"), "GITHUB_TOKEN") == NULL);
+		ASSERT_TRUE(json_object_get(json_object_get(doc, "shared"), "GITHUB_TOKEN") ==
+			    NULL);
 		ASSERT_STREQ(json_string_value(json_object_get(
-				     json_object_get(json_object_get(doc, "apps"), "gh"), "GITHUB_TOKEN")),
+				     json_object_get(json_object_get(doc, "apps"), "gh"),
+				     "GITHUB_TOKEN")),
 			     SECRETS_GITHUB_TOKEN_PLACEHOLDER);
 		json_decref(doc);
 		manifest_free(gh2);
 	}
 	/* Without a github: app, GITHUB_TOKEN is a secret like any other. */
 	{
-		SecretsDiskApp plain[] = {{"other", other}};
+		SecretsDiskApp plain[] = {{"other", other, NULL}};
 
 		doc = build_and_read(e, plain, 1);
 		ASSERT_STREQ(value_at(doc, "other", "GITHUB_TOKEN"), "ghp_s3cr3t");
@@ -312,7 +342,7 @@ TEST(size_cap)
 TEST(app_names_the_guest_refuses)
 {
 	_cleanup_(manifest_freep) Manifest *m = manifest("app", NULL);
-	SecretsDiskApp bad[] = {{"Bad", m}}, twice[] = {{"a", m}, {"a", m}};
+	SecretsDiskApp bad[] = {{"Bad", m, NULL}}, twice[] = {{"a", m, NULL}, {"a", m, NULL}};
 	char *image = NULL, err[256];
 	size_t size;
 

@@ -143,8 +143,9 @@ TEST(vm_support_no_longer_refuses_network_host)
 
 TEST(a_github_app_dials_api_github_com_443)
 {
-	Manifest *m = app("gh", "github:read:repos, network:connect:8092, network:host:example.com, "
-				"network:connect:8090");
+	Manifest *m =
+		app("gh", "github:read:repos, network:connect:8092, network:host:example.com, "
+			  "network:connect:8090");
 	char **allow = NULL, *warning = NULL, *reason = NULL;
 
 	ASSERT_EQ(plan(&m, 1, &allow, &warning, &reason), 2);
@@ -197,6 +198,22 @@ TEST(github_needs_an_image_with_the_broker)
 		ASSERT_OK(vm_support_check(m, &reason));
 	else
 		ASSERT_ERROR(vm_support_check(m, &reason), EOPNOTSUPP);
+	manifest_free(m);
+}
+
+TEST(terminal_needs_an_image_with_the_view)
+{
+	Manifest *m = app("terminal", "filesystem:write:/workspace, \"terminal:attach:*\"");
+	char *reason = NULL;
+
+	ASSERT_OK(vm_support_check_image(m, "egress-broker,github-api-broker,terminal-view",
+					 &reason));
+	ASSERT_ERROR(vm_support_check_image(m, "egress-broker,github-api-broker", &reason),
+		     EOPNOTSUPP);
+	ASSERT_STREQ(
+		reason,
+		"\"terminal:attach:*\" in terminal's berth.yml cannot run in the VM: the pinned root image has no terminal web view (its manifest lists egress-broker,github-api-broker). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/terminal.md)");
+	free(reason);
 	manifest_free(m);
 }
 

@@ -21,7 +21,8 @@ stage=$("$here/stage.sh")
 t1=$(now_ms)
 
 guest_bins=("$build/src/berth-init/berth-init" "$build/src/agent-init/agent-init"
-	"$build/src/egress-broker/egress-broker" "$build/src/github-broker/github-api-broker")
+	"$build/src/egress-broker/egress-broker" "$build/src/github-broker/github-api-broker"
+	"$build/src/terminal-view/terminal-view")
 # The SDK sources are inputs of the image too.
 for b in "${guest_bins[@]}"; do
 	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
@@ -33,8 +34,8 @@ tree="$work/tree"
 cp -a "$stage" "$tree"
 # What this source tree adds to the Debian stage (the tree record's "# source:" paths).
 source_paths=(/sbin/berth-init /usr/sbin/agent-init /usr/sbin/egress-broker
-	/usr/sbin/github-api-broker /usr/lib/python3/dist-packages/berth_sdk /workspace /context
-	/state /app)
+	/usr/sbin/github-api-broker /usr/libexec/berth /usr/share/berth
+	/usr/lib/python3/dist-packages/berth_sdk /workspace /context /state /app)
 install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
 install -m 0755 -s "$build/src/agent-init/agent-init" "$tree/usr/sbin/agent-init"
 install -m 0755 -s "$build/src/egress-broker/egress-broker" "$tree/usr/sbin/egress-broker"
@@ -42,6 +43,20 @@ install -m 0755 -s "$build/src/github-broker/github-api-broker" "$tree/usr/sbin/
 # The GitHub broker verifies api.github.com against the image's roots (ca-certificates).
 [ -s "$tree/etc/ssl/certs/ca-certificates.crt" ] ||
 	die "the stage has no /etc/ssl/certs/ca-certificates.crt: the GitHub broker needs the ca-certificates roots"
+# The terminal's web view (docs/terminal.md): the server, which apps/terminal starts as
+# itself, and the page it serves, with xterm.js from the root package.json's npm packages.
+# It links Debian's libwebsockets17, which packages.txt puts in the image.
+install -D -m 0755 -s "$build/src/terminal-view/terminal-view" "$tree/usr/libexec/berth/terminal-view"
+view_assets="$tree/usr/share/berth/terminal-view"
+xterm="$here/../../node_modules/@xterm"
+[ -f "$xterm/xterm/lib/xterm.js" ] && [ -f "$xterm/addon-fit/lib/addon-fit.js" ] ||
+	die "$xterm is missing: run npm ci (scripts/setup.sh), the root image ships xterm.js"
+install -d -m 0755 "$tree/usr/share/berth" "$view_assets"
+install -m 0644 "$here/../../src/terminal-view/page/index.html" \
+	"$here/../../src/terminal-view/page/terminal.js" \
+	"$here/../../src/terminal-view/page/terminal.css" \
+	"$xterm/xterm/lib/xterm.js" "$xterm/xterm/css/xterm.css" \
+	"$xterm/addon-fit/lib/addon-fit.js" "$view_assets/"
 # The Python SDK, so that Python apps need only their own files in their share. Byte-compiled
 # in the image's own Python, with hashes rather than mtimes (the image is read-only). The
 # modes are set here: a checkout's follow the umask of whoever cloned it.
@@ -94,9 +109,9 @@ m = {
     "suite": "bookworm",
     "packagesLockSha256": "$(sha256_of "$lock")",
     "rootfs": {"file": "rootfs.erofs", "sha256": "$sha", "size": $(size_of "$out/rootfs.erofs")},
-    # The brokers the image ships: the CLI refuses, before boot, an app that needs one the
-    # pinned image lacks (tools/gen-pins.py, src/shared/vm-support.c).
-    "daemons": ["egress-broker", "github-api-broker"],
+    # The brokers and services the image ships: the CLI refuses, before boot, an app that
+    # needs one the pinned image lacks (tools/gen-pins.py, src/shared/vm-support.c).
+    "daemons": ["egress-broker", "github-api-broker", "terminal-view"],
 }
 with open(sys.argv[1], "w") as f:
     json.dump(m, f, indent=2, sort_keys=True)

@@ -87,6 +87,18 @@ static void print_boot(json_t *boot)
 		term_text_line(stdout, 0, "  boot: cold (%s)", str_of(boot, "reason", "?"));
 }
 
+/* The guest ports published to the host: the socket berth dev serves on loopback. */
+static void print_published(json_t *published)
+{
+	json_t *p;
+	size_t i;
+
+	json_array_foreach(published, i, p)
+		term_text_line(stdout, 0, "  published: guest port %lld of %s at %s",
+			       json_integer_value(json_object_get(p, "port")),
+			       str_of(p, "app", "?"), str_of(p, "socket", "?"));
+}
+
 static void print_vm(json_t *vm)
 {
 	json_t *guest = json_object_get(vm, "guest"), *app;
@@ -106,6 +118,7 @@ static void print_vm(json_t *vm)
 		term_text_line(stdout, 0, "  accelerator: %s",
 			       str_of(json_object_get(vm, "accel"), "reason", ""));
 	print_boot(json_object_get(vm, "boot"));
+	print_published(json_object_get(json_object_get(vm, "endpoints"), "published"));
 	if (json_is_string(json_object_get(json_object_get(vm, "failure"), "reason")))
 		term_text_line(stdout, 0, "  failed: %s",
 			       str_of(json_object_get(vm, "failure"), "reason", ""));

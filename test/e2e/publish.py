@@ -40,7 +40,7 @@ FAKE_QEMU = os.path.join(BLD, "test/e2e/fake-qemu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mux_guest import CONTROL, Guest  # noqa: E402
 PUBLISH = 2000  # channel port of the first published port
-PLAN = 26
+PLAN = 27
 results = []
 
 
@@ -173,6 +173,10 @@ def vmm_publish(home, apps):
         "the launcher reports the published socket, its channel port and its app", endpoints)
     with open(os.path.join(run_dir, "vm.json")) as f:
         tap(json.load(f)["endpoints"]["published"] == want, "vm.json records the same")
+    status = subprocess.run([BERTH, "vm", "status", "pub"], env=env_for(home), capture_output=True,
+                            text=True, timeout=60)
+    tap(f"published: guest port 7681 of terminal at {path}" in status.stdout,
+        "berth vm status names the published port, its app and its socket", status.stdout + status.stderr)
     st = os.stat(path)
     tap(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
         "publish-7681.sock is a socket only its owner may use (0600)", oct(st.st_mode))

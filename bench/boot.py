@@ -76,7 +76,8 @@ def berth_boot(home, name):
     env = dict(os.environ, BERTH_HOME=home)
     run_dir = os.path.join(home, "run/vm", name)
     t0 = time.monotonic()
-    subprocess.run([VMM, "run", "--name", name, "--state", os.path.join(home, "bench-state.img")],
+    # A kernel boot, not a restore from the warm-start snapshot (bench/warm.py measures that).
+    subprocess.run([VMM, "run", "--name", name, "--cold", "--state", os.path.join(home, "bench-state.img")],
                    env=env, check=True, stderr=subprocess.DEVNULL, timeout=60)
     s = socket.socket(socket.AF_UNIX)
     s.connect(os.path.join(run_dir, "control.sock"))
@@ -100,7 +101,7 @@ def berth_boot(home, name):
 def engine_argv(home, name):
     """The QEMU command line berth-vmm used (from /proc while it runs)."""
     env = dict(os.environ, BERTH_HOME=home)
-    subprocess.run([VMM, "run", "--name", name], env=env, check=True, stderr=subprocess.DEVNULL)
+    subprocess.run([VMM, "run", "--name", name, "--cold"], env=env, check=True, stderr=subprocess.DEVNULL)
     pid = int(json.load(open(os.path.join(home, "run/vm", name, "vm.json")))["enginePid"])
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         argv = [a.decode() for a in f.read().split(b"\0") if a]

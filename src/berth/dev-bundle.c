@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle-stamp.h"
 #include "dev-bundle.h"
 #include "digest.h"
 #include "exec-util.h"
@@ -52,15 +53,13 @@ static int find_node(const char *app_real, char **ret)
 	return find_executable_in_path_if("node", node_outside_app, (void *)app_real, ret);
 }
 
-/* Run the bundler; its last line of output is a JSON verdict. Only Berth's own bundler and
- * the host's node run here: the bundler takes its tools from Berth's checkout alone. */
-static int run_bundler(const char *app_dir, const char *out_dir, char *err, size_t errlen)
+/* Berth's own bundler and the host's node (both outside the app), malloc()ed. */
+static int find_tools(const char *app_dir, char **ret_node, char **ret_bundler, char *err,
+		      size_t errlen)
 {
-	_cleanup_free_ char *found = NULL, *bundler = NULL, *node = NULL, *out = NULL,
+	_cleanup_free_ char *found = NULL, *bundler = NULL, *node = NULL,
 			    *app_real = realpath(app_dir, NULL);
-	_cleanup_(json_decrefp) json_t *verdict = NULL;
-	char *last;
-	int status, r;
+	int r;
 
 	if (berth_source_path("sdk/node/bundle.mjs", &found) < 0 ||
 	    !(bundler = realpath(found, NULL))) {
@@ -84,8 +83,24 @@ static int run_bundler(const char *app_dir, const char *out_dir, char *err, size
 			"node is not installed; bundling an app needs Node.js (apt-get install nodejs)");
 		return -ENOENT;
 	}
+	*ret_node = TAKE_PTR(node);
+	*ret_bundler = TAKE_PTR(bundler);
+	return 0;
+}
+
+/* Run the bundler; its last line of output is a JSON verdict. Only Berth's own bundler and
+ * the host's node run here: the bundler takes its tools from Berth's checkout alone. */
+static int run_bundler(const char *node, const char *bundler, const char *app_dir,
+		       const char *out_dir, char *err, size_t errlen)
+{
+	_cleanup_free_ char *out = NULL;
+	_cleanup_(json_decrefp) json_t *verdict = NULL;
+	char *last;
+	int status, r;
+
 	{
-		char *argv[] = {node, bundler, (char *)app_dir, (char *)out_dir, NULL};
+		char *argv[] = {(char *)node, (char *)bundler, (char *)app_dir, (char *)out_dir,
+				NULL};
 
 		r = run_capture(argv, BUNDLER_TIMEOUT_MS, BUNDLER_OUTPUT_MAX, &out, &status);
 	}
@@ -110,13 +125,81 @@ static int run_bundler(const char *app_dir, const char *out_dir, char *err, size
 	return 0;
 }
 
+/*
+ * The stamp of everything the bundler reads: the app's folder, Berth's SDK, its
+ * package.json and node_modules (the SDK's own dependencies, esbuild among them), the
+ * bundler, node itself, and the environment it looks at. 0 and the stamp, or -errno when
+ * it cannot be taken (the bundler then runs).
+ */
+static int stamp_inputs(const char *app_dir, const char *node, const char *bundler,
+			char ret[SHA256_HEX_LEN + 1], bool *ret_racy)
+{
+	_cleanup_free_ char *sdk = NULL, *root = NULL, *pkg = NULL, *mods = NULL,
+			    *node_real = realpath(node, NULL);
+	static const char *const env[] = {"SOURCE_DATE_EPOCH", "NODE_OPTIONS", "NODE_PATH", NULL};
+
+	/* bundler is <root>/sdk/node/bundle.mjs, already resolved. */
+	sdk = strdup(bundler);
+	if (!sdk || !node_real)
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		char *slash = strrchr(sdk, '/');
+
+		if (!slash || slash == sdk)
+			return -EINVAL;
+		*slash = '\0';
+	}
+	root = strdup(sdk);
+	if (!root || !strrchr(root, '/'))
+		return -ENOMEM;
+	*strrchr(root, '/') = '\0';
+	if (asprintf(&pkg, "%s/package.json", root) < 0 ||
+	    asprintf(&mods, "%s/node_modules", root) < 0)
+		return -ENOMEM;
+	const char *paths[] = {app_dir, sdk, pkg, mods, node_real, NULL};
+
+	return bundle_stamp(paths, env, ret, ret_racy);
+}
+
+/* The bundle an earlier run made from inputs with this stamp, if it is still there. */
+static int stamp_lookup(const char *base, const char *name, const char *stamp, char **ret_dir,
+			char ret_digest[65])
+{
+	_cleanup_free_ char *path = NULL, *text = NULL, *dir = NULL;
+	size_t len;
+
+	if (asprintf(&path, "%s/inputs/%s", base, stamp) < 0)
+		return -ENOMEM;
+	if (read_full_file(path, 128, &text, &len) < 0 || len < SHA256_HEX_LEN)
+		return -ENOENT;
+	text[SHA256_HEX_LEN] = '\0';
+	if (!sha256_hex_valid(text) || asprintf(&dir, "%s/%.16s/%s", base, text, name) < 0 ||
+	    access(dir, F_OK) < 0)
+		return -ENOENT;
+	memcpy(ret_digest, text, SHA256_HEX_LEN + 1);
+	*ret_dir = TAKE_PTR(dir);
+	return 0;
+}
+
+static void stamp_record(const char *base, const char *stamp, const char *digest)
+{
+	_cleanup_free_ char *dir = NULL, *path = NULL;
+
+	if (asprintf(&dir, "%s/inputs", base) < 0 || asprintf(&path, "%s/%s", dir, stamp) < 0)
+		return;
+	/* Only a speed-up: a failure here costs the next start a bundler run. */
+	if (mkdir_p(dir, 0700) >= 0)
+		(void)write_file_atomic(path, digest, strlen(digest), 0600);
+}
+
 int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, size_t errlen)
 {
 	_cleanup_free_ char *vm_dir = berth_vm_dir(), *base = NULL, *work = NULL, *tmp_share = NULL,
-			    *final_parent = NULL, *final = NULL;
-	char path_hash[65];
+			    *final_parent = NULL, *final = NULL, *node = NULL, *bundler = NULL;
+	char path_hash[65], stamp[SHA256_HEX_LEN + 1];
 	ShareDigest d;
 	long long t0 = now_ms();
+	bool stamped, racy = true;
 	int r;
 
 	*ret = (Bundle){};
@@ -127,13 +210,22 @@ int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, si
 	    asprintf(&work, "%s/tmp.%d", base, (int)getpid()) < 0 ||
 	    asprintf(&tmp_share, "%s/%s", work, name) < 0)
 		return -ENOMEM;
+	r = find_tools(app_dir, &node, &bundler, err, errlen);
+	if (r < 0)
+		return r;
+	stamped = stamp_inputs(app_dir, node, bundler, stamp, &racy) >= 0;
+	if (stamped && stamp_lookup(base, name, stamp, &ret->dir, ret->digest) >= 0) {
+		ret->cached = ret->reused = true;
+		ret->ms = now_ms() - t0;
+		return 0;
+	}
 	(void)rm_rf(work);
 	r = mkdir_p(work, 0700);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create %s: %s", work, strerror(-r));
 		return r;
 	}
-	r = run_bundler(app_dir, tmp_share, err, errlen);
+	r = run_bundler(node, bundler, app_dir, tmp_share, err, errlen);
 	if (r >= 0)
 		r = share_digest(tmp_share, &d, err, errlen);
 	if (r < 0) {
@@ -158,6 +250,8 @@ int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, si
 	}
 	memcpy(ret->digest, d.tree_sha256, sizeof(ret->digest));
 	ret->dir = TAKE_PTR(final);
+	if (stamped && !racy)
+		stamp_record(base, stamp, ret->digest);
 	ret->ms = now_ms() - t0;
 	return 0;
 }

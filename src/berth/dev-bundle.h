@@ -12,6 +12,7 @@ typedef struct Bundle {
 	char *dir;	 /* the share: its base name is the app's name */
 	char digest[65]; /* tree digest of the share */
 	bool cached;	 /* an identical bundle was already there */
+	bool reused;	 /* and the bundler did not even run: its inputs were unchanged */
 	long long ms;	 /* time spent */
 } Bundle;
 

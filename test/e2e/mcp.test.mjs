@@ -74,7 +74,7 @@ before(() => {
 after(async () => {
 	for (const c of clients) await c.close().catch(() => {});
 	if (!home) return;
-	for (const name of ["berth-mcp-filesystem", "berth-mcp-mcp-slow", "berth-dev-notes", "berth-mcp-mcp-fixture", "berth-dev-mcp-fixture"]) run(["vm", "stop", name]);
+	for (const name of ["berth-mcp-filesystem", "berth-mcp-mcp-slow", "berth-dev-notes", "berth-mcp-mcp-fixture", "berth-dev-mcp-fixture", "berth-dev-mcp-slow"]) run(["vm", "stop", name]);
 	rmSync(home, { recursive: true, force: true });
 });
 
@@ -359,6 +359,44 @@ test("the MCP Inspector's CLI in both eras, and raw 2026-07-28 requests, against
 	} finally {
 		dev.kill("SIGINT");
 		await new Promise((res) => dev.on("exit", res));
+	}
+});
+
+test("attached to berth dev's VM while its app still starts: answered at once, progress, then the call", LONG, async () => {
+	// An app that takes a while to be ready, so that the session attaches before it is.
+	const appDir = join(home, "mcp-late");
+	cpSync(join(src, "test/e2e/fixtures/mcp-slow"), appDir, { recursive: true });
+	const entry = join(appDir, "src/index.ts");
+	writeFileSync(entry, readFileSync(entry, "utf8").replace('import { z } from "zod";', 'import { z } from "zod";\nawait new Promise((resolve) => setTimeout(resolve, 8000));'));
+	const dev = spawn(berth, ["dev"], { cwd: appDir, env, stdio: ["ignore", "pipe", "pipe"] });
+	let devOut = "";
+	dev.stdout.on("data", (d) => (devOut += d));
+	dev.stderr.on("data", (d) => (devOut += d));
+	try {
+		// The VM is up (its app started) but the app is not ready: attach now.
+		await waitFor("the app to start in berth dev's VM", () => {
+			const log = join(home, "run/vm/berth-dev-mcp-slow/vmm.log");
+			return existsSync(log) && readFileSync(log, "utf8").includes('"event":"app_started"');
+		}, 600);
+		assert.ok(!/^VM ready in/m.test(devOut), "the app is not ready yet");
+		const { client, log } = await connect(["--app", "mcp-slow", "--app-dir", appDir, "--no-boot"]);
+		// The handshake did not wait for the app, which sleeps 8 s before it is ready.
+		assert.ok(!/^VM ready in/m.test(devOut), "initialize was answered before the app was ready");
+		const progress = [];
+		const r = await client.callTool({ name: "echo", arguments: { text: "late" } }, undefined, {
+			onprogress: (p) => progress.push(p),
+			timeout: 120_000,
+		});
+		assert.deepEqual(r.structuredContent, { text: "late" });
+		assert.ok(/^VM ready in/m.test(devOut) || running("berth-dev-mcp-slow"), "berth dev's VM is the one that answered");
+		assert.ok(progress.length >= 1, `progress while the app starts: ${JSON.stringify(progress)}\n${log.text}`);
+		for (const p of progress) assert.match(p.message, /^(waiting for the VM berth-dev-mcp-slow to boot|starting "mcp-slow" in the VM)$/);
+		assert.match(log.text, /attached to the running VM "berth-dev-mcp-slow"/);
+		assert.match(log.text, /"echo" waits for the VM to be ready/);
+		await client.close();
+	} finally {
+		dev.kill("SIGINT");
+		await new Promise((resolve) => dev.once("exit", resolve));
 	}
 });
 

@@ -61,6 +61,8 @@ typedef struct Mcp {
 	int stage;	      /* the own VM's boot stage: VmLaunchStage + 1, 0 before the first */
 	char stage_text[160]; /* and what it is doing, in words */
 	char *vm_name, *run_dir, *rpc_socket; /* rpc_socket: its name in run_dir */
+	int attach_index;		      /* a running VM's: this app's index in it */
+	struct AttachWait *attach;	      /* following its boot, NULL when not */
 	char *manifest_path;
 	char app_cwd[300]; /* the app's working directory in the VM */
 	EnforcementStatus enforcement;
@@ -118,6 +120,10 @@ void boot_record_free(Mcp *c);
 /* vm.c */
 int mcp_find_running(Mcp *c);
 int mcp_attach(Mcp *c);
+/* Follow the running VM's boot on the loop, with progress, then call @done (0 once its
+ * apps are ready, -errno after saying why not). */
+int mcp_attach_wait_start(Mcp *c, void (*done)(Mcp *c, int r));
+void mcp_attach_wait_cancel(Mcp *c);
 int mcp_prepare_own(Mcp *c);
 int mcp_boot_own(Mcp *c);
 int mcp_start_own_boot(Mcp *c);

@@ -158,12 +158,25 @@ static void on_attached_recorded(Mcp *c)
 	calls_send_waiting(c);
 }
 
+static void on_attach_ready(Mcp *c, int r)
+{
+	if (r < 0) {
+		c->phase = MCP_PHASE_FAILED;
+		calls_refuse_waiting(c);
+		c->exit_code = 1;
+		mcp_stop_serving(c);
+		return;
+	}
+	if (boot_record_start(c, on_attached_recorded) < 0)
+		on_attached_recorded(c);
+}
+
 static int on_record_attached(EvSource *s, void *userdata)
 {
 	Mcp *c = userdata;
 
-	if (boot_record_start(c, on_attached_recorded) < 0)
-		on_attached_recorded(c);
+	if (mcp_attach_wait_start(c, on_attach_ready) < 0)
+		on_attach_ready(c, -ENOMEM);
 	return 0;
 }
 
@@ -215,6 +228,7 @@ int mcp_serve(Mcp *c)
 		vm_launch_boot_cancel(&c->l);
 	}
 	calls_end(c);
+	mcp_attach_wait_cancel(c);
 	boot_record_free(c);
 	c->in = line_conn_free(c->in);
 	return r < 0 ? r : c->exit_code ? -EIO : 0;

@@ -77,34 +77,171 @@ int mcp_find_running(Mcp *c)
 	return -ENOENT;
 }
 
+/* Which app of the running VM this session serves: checked before serving. */
 int mcp_attach(Mcp *c)
 {
 	_cleanup_free_ char *apps = NULL;
-	json_auto_t *vm = vm_json_load(c->run_dir);
-	char reason[512];
-	int idx, r;
+	int idx;
 
 	idx = app_index_in(c->run_dir, c->l.name, &apps);
 	if (idx < 0)
 		return log_error("the VM %s runs %s, not \"%s\"; stop it or pick another with "
 				 "--container",
 				 c->vm_name, apps && *apps ? apps : "no app", c->l.name);
-	/* It may still be booting: wait as berth dev does. */
-	r = vm_wait_ready(c->run_dir, (unsigned)json_array_size(json_object_get(vm, "apps")),
-			  (int)c->boot_timeout_s * 1000, reason, sizeof(reason));
-	if (r < 0)
-		return log_error("the VM %s is running but not ready: %s", c->vm_name,
-				 r == -ETIME ? "it did not get ready in time" : reason);
-	if (asprintf(&c->rpc_socket, "rpc-%d.sock", idx) < 0)
-		return -ENOMEM;
-	if (json_array_size(json_object_get(vm, "apps")) > 1)
-		snprintf(c->app_cwd, sizeof(c->app_cwd), "/app/%s", c->l.name);
-	mcp_say("attached to the running VM \"%s\"", c->vm_name);
-	if (c->env_given)
-		log_warning("--env and --env-file apply to a VM this command boots; %s keeps the "
-			    "values it was booted with (stop it to boot one with yours)",
-			    c->vm_name);
+	c->attach_index = idx;
 	return 0;
+}
+
+/*
+ * The VM may still be booting (a berth dev started a moment ago): follow its boot on the
+ * control port, on the loop, while the client is answered and its calls wait with
+ * progress, as for a VM of the session's own.
+ */
+typedef struct AttachWait {
+	Mcp *mcp;
+	void (*done)(Mcp *c, int r);
+	LineConn *control;
+	EvSource *timer;
+	VmReadiness readiness;
+	bool replayed;	   /* the control port's replay of the boot so far is over */
+	bool app_started;  /* and it held this app's app_started */
+	char reason[512];
+} AttachWait;
+
+static void stage_reached(Mcp *c, VmLaunchStage stage, const char *what);
+
+static void attach_finish(AttachWait *w, int r)
+{
+	Mcp *c = w->mcp;
+	void (*done)(Mcp *c, int r) = w->done;
+	_cleanup_(json_decrefp) json_t *vm = NULL;
+
+	if (r == -ETIME)
+		log_error("the VM %s is running but not ready: it did not get ready in %u s",
+			  c->vm_name, c->boot_timeout_s);
+	else if (r < 0)
+		log_error("the VM %s is running but not ready: %s", c->vm_name, w->reason);
+	line_conn_free(w->control);
+	ev_source_free(w->timer);
+	free(w);
+	c->attach = NULL;
+	if (r >= 0) {
+		vm = vm_json_load(c->run_dir);
+		if (asprintf(&c->rpc_socket, "rpc-%d.sock", c->attach_index) < 0)
+			r = -ENOMEM;
+		else if (json_array_size(json_object_get(vm, "apps")) > 1)
+			snprintf(c->app_cwd, sizeof(c->app_cwd), "/app/%s", c->l.name);
+	}
+	if (r >= 0) {
+		mcp_say("attached to the running VM \"%s\"", c->vm_name);
+		if (c->env_given)
+			log_warning("--env and --env-file apply to a VM this command boots; %s keeps "
+				    "the values it was booted with (stop it to boot one with yours)",
+				    c->vm_name);
+	}
+	done(c, r);
+}
+
+/* Told only once the replay shows the VM is not ready yet: a ready one needs no word. */
+static void attach_progress(AttachWait *w)
+{
+	_cleanup_free_ char *text = NULL;
+	Mcp *c = w->mcp;
+
+	if (!w->replayed)
+		return;
+	if (w->app_started) {
+		if (asprintf(&text, "starting \"%s\" in the VM", c->l.name) < 0)
+			text = NULL;
+		stage_reached(c, VM_LAUNCH_STAGE_APP_STARTING, text);
+	} else {
+		if (asprintf(&text, "waiting for the VM %s to boot", c->vm_name) < 0)
+			text = NULL;
+		stage_reached(c, VM_LAUNCH_STAGE_BOOTING, text);
+	}
+}
+
+static void on_attach_line(LineConn *conn, char *line, size_t len, void *userdata)
+{
+	AttachWait *w = userdata;
+	_cleanup_(json_decrefp) json_t *ev = json_loadb(line, len, 0, NULL);
+	const char *name = json_string_value(json_object_get(ev, "event"));
+	int r;
+
+	/* The answer to our status request comes after the replay. */
+	if (!name && json_is_string(json_object_get(ev, "op"))) {
+		w->replayed = true;
+		attach_progress(w);
+		return;
+	}
+	r = vm_readiness_event(&w->readiness, ev, w->reason, sizeof(w->reason));
+	if (r == 0 && name && streq(name, "app_started") &&
+	    streq(json_string_value(json_object_get(ev, "app")) ?: "", w->mcp->l.name)) {
+		w->app_started = true;
+		attach_progress(w);
+	}
+	if (r != 0)
+		attach_finish(w, r > 0 ? 0 : -EIO);
+}
+
+static void on_attach_close(LineConn *conn, int error, void *userdata)
+{
+	AttachWait *w = userdata;
+
+	w->control = NULL; /* freed by LineConn right after this */
+	vm_await_failure_reason(w->mcp->run_dir, w->reason, sizeof(w->reason));
+	attach_finish(w, -EIO);
+}
+
+static int on_attach_timeout(EvSource *s, uint64_t usec, void *userdata)
+{
+	attach_finish(userdata, -ETIME);
+	return 0;
+}
+
+int mcp_attach_wait_start(Mcp *c, void (*done)(Mcp *c, int r))
+{
+	_cleanup_(json_decrefp) json_t *vm = vm_json_load(c->run_dir);
+	AttachWait *w;
+	int fd, r;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	*w = (AttachWait){.mcp = c, .done = done};
+	snprintf(w->reason, sizeof(w->reason), "the VM went away during its boot");
+	vm_readiness_init(&w->readiness, (unsigned)json_array_size(json_object_get(vm, "apps")));
+	c->attach = w;
+	c->phase = MCP_PHASE_BOOTING;
+	r = ev_add_time_relative(c->loop, &w->timer,
+				 (uint64_t)c->boot_timeout_s * 1000 * USEC_PER_MSEC, on_attach_timeout,
+				 w);
+	fd = r >= 0 ? vm_socket_connect(c->run_dir, "control.sock") : r;
+	if (fd >= 0)
+		r = line_conn_new(c->loop, fd, VM_LINE_MAX, 4096, on_attach_line, on_attach_close, w,
+				  &w->control);
+	else
+		r = fd;
+	if (r >= 0)
+		r = line_conn_write(w->control, "{\"op\":\"status\"}", 15);
+	if (r < 0) {
+		snprintf(w->reason, sizeof(w->reason), "cannot read its control port: %s",
+			 strerror(-r));
+		attach_finish(w, -EIO);
+	}
+	return 0;
+}
+
+void mcp_attach_wait_cancel(Mcp *c)
+{
+	AttachWait *w = c->attach;
+
+	if (!w)
+		return;
+	line_conn_free(w->control);
+	ev_source_free(w->timer);
+	free(w);
+	c->attach = NULL;
 }
 
 /* Find berth-vmm and the artifacts, and bundle the app: what a boot needs first. */

@@ -420,8 +420,8 @@ void calls_add(Mcp *c, McpReply *r)
 			call_send(call);
 		return;
 	}
-	mcp_say("\"%s\" waits for the VM %s", name,
-		c->phase == MCP_PHASE_BOOTING ? "to be ready" : "'s boot to be recorded");
+	mcp_say("\"%s\" waits for the VM%s", name,
+		c->phase == MCP_PHASE_BOOTING ? " to be ready" : "'s boot to be recorded");
 	/* Told at once how far the boot is, then at every later stage. */
 	call_progress(call);
 }

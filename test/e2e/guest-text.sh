@@ -115,8 +115,11 @@ sys.exit(d["staleCleaned"][0]["reason"] != "state crashed: guest said \x1b]0;pwn
 
 # --- a running VM (a stand-in berth-vmm) --------------------------------------------------
 # The interpreter itself: a wrapper (pyenv's shim) would exec it again under its own name.
+# Its home given, since under the name berth-vmm it would look for its library beside
+# any berth-vmm on the PATH (an installed one).
 py=$(python3 -c 'import sys; print(sys.executable)')
-(exec -a berth-vmm "$py" "$src/test/e2e/fixtures/fake-vmm.py" "$run/live1") &
+pyhome=$(python3 -c 'import sys; print(sys.base_prefix)')
+(PYTHONHOME=$pyhome exec -a berth-vmm "$py" "$src/test/e2e/fixtures/fake-vmm.py" "$run/live1") &
 fake=$!
 trap 'kill $fake 2>/dev/null; rm -rf "$BERTH_HOME"' EXIT
 for ((i = 0; i < 100; i++)); do [ -f "$run/live1/berth-vmm.pid" ] && break; sleep 0.1; done

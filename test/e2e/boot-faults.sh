@@ -23,7 +23,7 @@ export BERTH_FAKE_PROBE_TCG=ok:300 BERTH_FAKE_PROBE_KVM=ok:10
 # nothing_left NAME: no berth-vmm or QEMU of this test's home runs, and NAME's run dir is gone.
 nothing_left() {
 	! pgrep -f "$BERTH_HOME/run/vm/$1/" >/dev/null && ! pgrep -f "^$fake" >/dev/null &&
-		! pgrep -f -- "berth-vmm run --name $1( |\$)" >/dev/null &&
+		! pgrep -f -- "berth-vmm run --name $1 .*$BERTH_HOME/" >/dev/null &&
 		test ! -e "$BERTH_HOME/run/vm/$1"
 }
 

@@ -98,7 +98,8 @@ static int walk_dir(Walk *w, int dir_fd, const char *path, unsigned depth)
 			goto out;
 		}
 	}
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n > 0) /* an empty directory has no array: qsort() must not get NULL */
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		char sub[PATH_MAX], link[PATH_MAX] = "";
 		struct stat st;

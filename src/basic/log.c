@@ -52,8 +52,9 @@ static bool log_room(int level, size_t len)
 	}
 	if (!log_cap_said) {
 		log_cap_said = true;
-		dprintf(STDERR_FILENO, "%s: this log reached its cap of %zu bytes; lines from now "
-				       "on are dropped\n",
+		dprintf(STDERR_FILENO,
+			"%s: this log reached its cap of %zu bytes; lines from now "
+			"on are dropped\n",
 			log_program, log_cap + log_reserve);
 	}
 	return false;

@@ -424,7 +424,8 @@ static void plan_github(void)
 				"an app named \"%s\" would share the GitHub broker's user and directories (/run/berth/%s); rename that app to run \"%s\" with github: capabilities",
 				apps[i].name, apps[i].name, apps[github_app].name);
 	if (why[0]) {
-		journal_event("github_refused", json_pack("{s:o, s:s}", "apps", list, "reason", why));
+		journal_event("github_refused",
+			      json_pack("{s:o, s:s}", "apps", list, "reason", why));
 		for (unsigned i = 0; i < n_apps; i++)
 			if (apps[i].github) {
 				refuse(&apps[i], NULL, why);

@@ -35,8 +35,8 @@ int apps_setup_github(EvLoop *loop, MuxIo *io);
 /* Route the published ports of the boot plan to their apps' listeners (publish-relay.h),
  * once the apps that will not start are known. */
 int apps_setup_publish(MuxIo *io);
-/* Start every app, after the egress and GitHub brokers listen when they are needed. @none_started is
- * called (from here, or later from the loop) when no app could start. */
+/* Start every app, after the egress and GitHub brokers listen when they are needed. @none_started
+ * is called (from here, or later from the loop) when no app could start. */
 void apps_launch(void (*none_started)(void));
 /* A child exited (from the SIGCHLD reaper). Returns true when it was an app. */
 bool apps_child_exited(pid_t pid, int status);

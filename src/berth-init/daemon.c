@@ -132,8 +132,8 @@ static void build_env(const Daemon *d, const char *const *extra, const json_t *s
 	e->v[e->n] = NULL;
 }
 
-static _noreturn_ void exec_daemon(const Daemon *d, const char *const *extra,
-				   const json_t *secrets, int out_fd, int err_fd)
+static _noreturn_ void exec_daemon(const Daemon *d, const char *const *extra, const json_t *secrets,
+				   int out_fd, int err_fd)
 {
 	Env env = {};
 	sigset_t none;
@@ -205,8 +205,7 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 	(void)fcntl(err[0], F_SETFL, O_NONBLOCK);
 	(void)ev_add_io(loop, &d->out.source, out[0], EPOLLIN, on_stream, &d->out);
 	(void)ev_add_io(loop, &d->err.source, err[0], EPOLLIN, on_stream, &d->err);
-	(void)ev_add_time_relative(loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout,
-				   d);
+	(void)ev_add_time_relative(loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout, d);
 }
 
 bool daemon_child_exited(Daemon *d, pid_t pid, int status)

@@ -245,7 +245,8 @@ static int template_phase(void)
 		if (init.shutting_down)
 			return -ECANCELED;
 		if (r < 0 && !resume_done())
-			journal_logf("event loop failed (%s) while waiting to be resumed", strerror(-r));
+			journal_logf("event loop failed (%s) while waiting to be resumed",
+				     strerror(-r));
 	}
 	return 0;
 }
@@ -469,9 +470,8 @@ int main(void)
 {
 	static const int signals[] = {SIGCHLD, SIGTERM, SIGINT, SIGPWR};
 	char cgroup_opts[64];
-	ControlHandlers handlers = {.status = status_reply,
-				    .shutdown = shutdown_requested,
-				    .resume = resume_requested};
+	ControlHandlers handlers = {
+		.status = status_reply, .shutdown = shutdown_requested, .resume = resume_requested};
 	int r;
 
 	if (getpid() != 1) {

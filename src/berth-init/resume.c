@@ -149,8 +149,8 @@ static int wait_state_size(uint64_t want, char *err, size_t errlen)
 			return 0;
 		usleep(10 * 1000);
 	}
-	snprintf(err, errlen, "the state disk %s is %llu bytes, not the %llu the host gave it",
-		 dev, (unsigned long long)have, (unsigned long long)want);
+	snprintf(err, errlen, "the state disk %s is %llu bytes, not the %llu the host gave it", dev,
+		 (unsigned long long)have, (unsigned long long)want);
 	return -EIO;
 }
 
@@ -171,8 +171,9 @@ int resume_apply(const json_t *req, char *err, size_t errlen)
 	if (!boot_id_valid(boot_id) || !entropy || !json_is_integer(ns) ||
 	    json_integer_value(ns) <= 0 || !json_is_object(disks) || !json_is_integer(apps) ||
 	    json_integer_value(apps) < 0 || json_integer_value(apps) > APPS_REAL_MAX) {
-		snprintf(err, errlen, "a resume request needs bootId (a UUID), realtimeNs, entropy "
-				      "and disks {state, boot, apps}");
+		snprintf(err, errlen,
+			 "a resume request needs bootId (a UUID), realtimeNs, entropy "
+			 "and disks {state, boot, apps}");
 		return -EINVAL;
 	}
 	r = reseed(entropy, err, errlen);

@@ -211,7 +211,6 @@ json_t *secrets_names(const json_t *secrets)
 
 	/* Only when there is one: the event reads as it always has for a disk without. */
 	if (o && json_object_size(json_object_get(secrets, "daemons")) > 0)
-		json_object_set_new(o, "daemons",
-				    scope_names(json_object_get(secrets, "daemons")));
+		json_object_set_new(o, "daemons", scope_names(json_object_get(secrets, "daemons")));
 	return o;
 }

@@ -248,8 +248,7 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 		return r;
 	/* QEMU says why a VM died on standard error (a KVM internal error leaves it alive
 	 * but paused): the supervisor reads it rather than letting it go by. */
-	if (pipe2(err_pipe, O_CLOEXEC) < 0 ||
-	    pipe2(con_pipe, O_CLOEXEC) < 0) {
+	if (pipe2(err_pipe, O_CLOEXEC) < 0 || pipe2(con_pipe, O_CLOEXEC) < 0) {
 		r = -errno;
 		close_pair(err_pipe);
 		return r;

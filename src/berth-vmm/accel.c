@@ -70,25 +70,46 @@ static char *resolve_program(const char *name)
 	return find_executable_in_path(name, &path) >= 0 ? path : NULL;
 }
 
+void qemu_identify(const char *qemu, QemuIdentity *ret)
+{
+	/* The probe's cache and the snapshot's key both ask: run it once per process. */
+	static QemuIdentity last;
+	static char last_name[PATH_MAX];
+	_cleanup_free_ char *path = NULL, *out = NULL;
+	int status;
+
+	if (last_name[0] && streq(last_name, qemu)) {
+		*ret = last;
+		return;
+	}
+	*ret = (QemuIdentity){.version = "unknown"};
+	path = resolve_program(qemu);
+	snprintf(ret->path, sizeof(ret->path), "%s", path ?: qemu);
+	ret->found = path != NULL;
+	if (path) {
+		char *argv[] = {path, "-version", NULL};
+
+		if (run_capture(argv, 10 * 1000, 4096, &out, &status) >= 0 && WIFEXITED(status) &&
+		    WEXITSTATUS(status) == 0)
+			snprintf(ret->version, sizeof(ret->version), "%.*s", (int)strcspn(out, "\n"),
+				 out);
+	}
+	snprintf(last_name, sizeof(last_name), "%s", qemu);
+	last = *ret;
+}
+
 static json_t *cache_key(const AccelHost *h, bool kvm_usable)
 {
-	_cleanup_free_ char *boot_id = NULL, *qemu = resolve_program(h->qemu), *out = NULL;
-	char version[256] = "unknown";
-	int status;
+	_cleanup_free_ char *boot_id = NULL;
+	QemuIdentity q;
 
 	if (read_full_file("/proc/sys/kernel/random/boot_id", 128, &boot_id, NULL) < 0)
 		boot_id = NULL;
 	else
 		boot_id[strcspn(boot_id, "\n")] = '\0';
-	if (qemu) {
-		char *argv[] = {qemu, "-version", NULL};
-
-		if (run_capture(argv, 10 * 1000, 4096, &out, &status) >= 0 && WIFEXITED(status) &&
-		    WEXITSTATUS(status) == 0)
-			snprintf(version, sizeof(version), "%.*s", (int)strcspn(out, "\n"), out);
-	}
-	return json_pack("{s:s?, s:s, s:s, s:s, s:s, s:b}", "bootId", boot_id, "qemu",
-			 qemu ? qemu : h->qemu, "qemuVersion", version, "kernelSha256",
+	qemu_identify(h->qemu, &q);
+	return json_pack("{s:s?, s:s, s:s, s:s, s:s, s:b}", "bootId", boot_id, "qemu", q.path,
+			 "qemuVersion", q.version, "kernelSha256",
 			 h->artifacts->a[ARTIFACT_KERNEL].sha256, "initrdSha256",
 			 h->artifacts->a[ARTIFACT_INITRD].sha256, "kvmUsable", kvm_usable);
 }

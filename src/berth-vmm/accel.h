@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 
 #include "artifacts.h"
@@ -78,6 +79,15 @@ AccelMode accel_mode_from_string(const char *s);
  * Returns 0, or -errno when the probe could not be run at all (@ret->summary says why).
  */
 int accel_verdict(AccelHost *h, bool reprobe, AccelVerdict *ret);
+
+/* A QEMU program as the probe's cache and the snapshot's key name it: its resolved path
+ * (@qemu itself when it is not found) and the first line of `-version` ("unknown"). */
+typedef struct QemuIdentity {
+	char path[PATH_MAX];
+	char version[256];
+	bool found;
+} QemuIdentity;
+void qemu_identify(const char *qemu, QemuIdentity *ret);
 
 /*
  * accel_choose() - the accelerator for a VM. @mode and @source come from the usual

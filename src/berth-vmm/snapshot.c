@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "accel.h"
 #include "digest.h"
-#include "exec-util.h"
 #include "fileio.h"
 #include "log.h"
 #include "macros.h"
@@ -43,8 +43,7 @@ static void host_cpu(char *buf, size_t size)
 int snapshot_key_init(SnapshotKey *k, const Artifacts *art, const char *qemu, Accel accel,
 		      unsigned cpus, unsigned mem_mib)
 {
-	_cleanup_free_ char *path = NULL, *out = NULL;
-	int status;
+	QemuIdentity q;
 
 	*k = (SnapshotKey){.accel = accel, .cpus = cpus, .mem_mib = mem_mib};
 	snprintf(k->kernel, sizeof(k->kernel), "%s", art->a[ARTIFACT_KERNEL].sha256);
@@ -53,19 +52,9 @@ int snapshot_key_init(SnapshotKey *k, const Artifacts *art, const char *qemu, Ac
 	/* Another berth-vmm may save or expect other guest state: its own snapshots only. */
 	if (sha256_file_hex("/proc/self/exe", k->berth_vmm, NULL) < 0)
 		return log_error_errno(-EIO, "cannot hash this berth-vmm (/proc/self/exe)");
-	if (strchr(qemu, '/'))
-		path = realpath(qemu, NULL);
-	else
-		(void)find_executable_in_path(qemu, &path);
-	snprintf(k->qemu, sizeof(k->qemu), "%s", path ?: qemu);
-	snprintf(k->qemu_version, sizeof(k->qemu_version), "unknown");
-	if (path) {
-		char *argv[] = {path, "-version", NULL};
-
-		if (run_capture(argv, 10 * 1000, 4096, &out, &status) >= 0 && status == 0)
-			snprintf(k->qemu_version, sizeof(k->qemu_version), "%.*s",
-				 (int)strcspn(out, "\n"), out);
-	}
+	qemu_identify(qemu, &q);
+	snprintf(k->qemu, sizeof(k->qemu), "%s", q.path);
+	snprintf(k->qemu_version, sizeof(k->qemu_version), "%s", q.version);
 	host_cpu(k->host_cpu, sizeof(k->host_cpu));
 	return 0;
 }

@@ -59,7 +59,7 @@ def one(app, env, cold, home):
     if mode != want:
         raise RuntimeError(f"{name}: wanted a {want} VM, got {mode}")
     start_ms = phases.get("app_ready", 0) - phases.get("app_started", 0)
-    return ready, boot / 1000, start_ms / 1000
+    return ready, boot / 1000, start_ms / 1000, bundle / 1000
 
 
 def start(app, env, extra):
@@ -105,16 +105,18 @@ def main():
             one(a, env, False, home)
         r = {k: [] for k in ("bare", "notesWarm", "notesCold", "pyWarm", "pyCold",
                              "notesWarmRestore", "notesColdBoot", "notesWarmAppStart",
-                             "notesColdAppStart", "pyWarmAppStart", "pyColdAppStart")}
+                             "notesColdAppStart", "pyWarmAppStart", "pyColdAppStart",
+                             "notesBundleUnchanged")}
         for _ in range(args.n):
             r["bare"].append(bootbench.bare_boot({"argv": argv}, initrd))
-            t, b, s = one(apps["notes"], env, False, home)
+            t, b, s, bu = one(apps["notes"], env, False, home)
             r["notesWarm"].append(t), r["notesWarmRestore"].append(b), r["notesWarmAppStart"].append(s)
-            t, b, s = one(apps["notes"], env, True, home)
+            r["notesBundleUnchanged"].append(bu)
+            t, b, s, _ = one(apps["notes"], env, True, home)
             r["notesCold"].append(t), r["notesColdBoot"].append(b), r["notesColdAppStart"].append(s)
-            t, _, s = one(apps["hello-world-py"], env, False, home)
+            t, _, s, _ = one(apps["hello-world-py"], env, False, home)
             r["pyWarm"].append(t), r["pyWarmAppStart"].append(s)
-            t, _, s = one(apps["hello-world-py"], env, True, home)
+            t, _, s, _ = one(apps["hello-world-py"], env, True, home)
             r["pyCold"].append(t), r["pyColdAppStart"].append(s)
         med = {k: round(statistics.median(v) * 1000) for k, v in r.items()}
         result = {"runs": args.n, "accelerator": vm["accelerator"], "snapshot": snapshot_line,
@@ -129,6 +131,7 @@ def main():
         print(f"warm-start benchmark ({args.n} runs, {result['accelerator']}, {os.cpu_count()} CPUs)")
         print(f"  {snapshot_line}")
         print(f"  bare kernel boot (trivial init)        median {med['bare']} ms")
+        print(f"  notes: bundle step, app unchanged      median {med['notesBundleUnchanged']} ms")
         for label, w, c, wr, cb, ws, cs in (
                 ("notes (Node)", "notesWarm", "notesCold", "notesWarmRestore", "notesColdBoot",
                  "notesWarmAppStart", "notesColdAppStart"),

@@ -87,7 +87,36 @@ struct App {
 	AppConfinement conf;
 	json_t *reports; /* agent-init audit events already taken, by name */
 	char refused[512];
+	bool share_mounted;
+	unsigned reloads; /* how many times its share was replaced in place */
 };
+
+typedef enum ReloadPhase {
+	RELOAD_NONE,
+	RELOAD_STOPPING,   /* SIGTERM sent, waiting for the app to exit */
+	RELOAD_UNMOUNTING, /* exited; the share is being unmounted */
+	RELOAD_STOPPED,	   /* the host may rewrite the share */
+	RELOAD_STARTING,   /* the new version runs, not ready yet */
+} ReloadPhase;
+
+#define RELOAD_STOP_GRACE_USEC (3 * USEC_PER_SEC)
+#define RELOAD_UNMOUNT_RETRY_USEC (50 * USEC_PER_MSEC)
+#define RELOAD_UNMOUNT_TRIES 60
+
+/* The one reload in place under way, if any. */
+static struct {
+	App *app;
+	ReloadPhase phase;
+	apps_reload_done_t done;
+	void *userdata;
+	EvSource *timer;
+	unsigned tries;
+} reload;
+
+static bool reloading(const App *a)
+{
+	return reload.app == a && reload.phase != RELOAD_NONE;
+}
 
 static EvLoop *apps_loop;
 static const json_t *apps_plan;
@@ -116,6 +145,7 @@ static int mount_share(App *a)
 			     a->dir, strerror(errno));
 		return -errno;
 	}
+	a->share_mounted = true;
 	return 0;
 }
 
@@ -581,6 +611,8 @@ static void take_agent_init_report(App *a, const char *line, size_t len)
 	journal_event("agent_init_report", json_pack("{s:s, s:O}", "app", a->name, "report", o));
 }
 
+static void reload_finish(ReloadPhase next, int r, const char *why);
+
 static void output_line(Output *o, const char *line, size_t len)
 {
 	App *a = o->app;
@@ -599,6 +631,8 @@ static void output_line(Output *o, const char *line, size_t len)
 		a->state = APP_READY;
 		journal_event("app_ready",
 			      json_pack("{s:s, s:i}", "app", a->name, "pid", (int)a->pid));
+		if (reloading(a) && reload.phase == RELOAD_STARTING)
+			reload_finish(RELOAD_NONE, 0, NULL);
 	}
 }
 
@@ -949,6 +983,8 @@ int apps_setup_github(EvLoop *loop, MuxIo *io)
 	return 0;
 }
 
+static void reload_child_exited(App *a);
+
 bool apps_child_exited(pid_t pid, int status)
 {
 	for (unsigned i = 0; i < n_apps; i++) {
@@ -966,6 +1002,10 @@ bool apps_child_exited(pid_t pid, int status)
 		else
 			json_object_set_new(ev, "signal", json_integer(WTERMSIG(status)));
 		journal_event("app_exited", ev);
+		if (reloading(a)) {
+			reload_child_exited(a);
+			return true;
+		}
 		for (size_t k = 0; k < a->n_pending; k++)
 			safe_close(a->pending[k].fd);
 		a->n_pending = 0;
@@ -996,9 +1036,219 @@ unsigned apps_running(void)
 	/* Apps waiting for the egress broker count: they are about to start. */
 	for (unsigned i = 0; i < n_apps; i++)
 		if (apps[i].state == APP_STARTING || apps[i].state == APP_READY ||
-		    (launching && apps[i].state == APP_PENDING))
+		    (launching && apps[i].state == APP_PENDING) || reloading(&apps[i]))
 			n++;
 	return n;
+}
+
+/* --- reload in place ------------------------------------------------------------------ */
+
+static App *app_by_name(const char *name)
+{
+	for (unsigned i = 0; name && i < n_apps; i++)
+		if (streq(apps[i].name, name))
+			return &apps[i];
+	return NULL;
+}
+
+static void reload_finish(ReloadPhase next, int r, const char *why)
+{
+	apps_reload_done_t done = reload.done;
+	void *userdata = reload.userdata;
+
+	reload.phase = next;
+	reload.done = NULL;
+	if (next == RELOAD_NONE)
+		reload.app = NULL;
+	if (reload.timer)
+		ev_source_set_enabled(reload.timer, EV_OFF);
+	if (done)
+		done(r, why, userdata);
+}
+
+/* Everything left in the app's cgroup (what it started, in any session), then its session. */
+static void kill_app_processes(App *a)
+{
+	char path[160];
+	int fd;
+
+	if (a->conf.cgroup[0]) {
+		snprintf(path, sizeof(path), "%s/cgroup.kill", a->conf.cgroup);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void)!write(fd, "1", 1);
+			close(fd);
+		}
+	}
+	if (a->pid > 0)
+		(void)kill(-a->pid, SIGKILL);
+}
+
+static void close_output(Output *o)
+{
+	o->source = ev_source_free(o->source);
+	o->fd = safe_close(o->fd);
+	o->len = 0;
+}
+
+static void reload_arm(uint64_t usec);
+
+/* The app is gone: unmount its share, retried while the last of its processes die. */
+static void reload_unmount(void)
+{
+	App *a = reload.app;
+
+	reload.phase = RELOAD_UNMOUNTING;
+	kill_app_processes(a);
+	if (a->share_mounted && umount2(a->dir, 0) < 0 && errno != EINVAL) {
+		if (errno == EBUSY && ++reload.tries < RELOAD_UNMOUNT_TRIES) {
+			reload_arm(RELOAD_UNMOUNT_RETRY_USEC);
+			return;
+		}
+		/* Every process of the app was killed: detach what they still hold. */
+		journal_logf("app \"%s\": its share is still busy (%s); detaching it", a->name,
+			     strerror(errno));
+		(void)umount2(a->dir, MNT_DETACH);
+	}
+	a->share_mounted = false;
+	close_output(&a->out);
+	close_output(&a->err);
+	close_output(&a->rep);
+	journal_event("app_reload", json_pack("{s:s, s:s}", "app", a->name, "phase", "stopped"));
+	reload_finish(RELOAD_STOPPED, 0, NULL);
+}
+
+static int on_reload_timer(EvSource *s, uint64_t usec, void *userdata)
+{
+	if (reload.phase == RELOAD_STOPPING) {
+		/* The grace period is over. */
+		journal_logf("app \"%s\" did not stop within %llu s of SIGTERM; killing it",
+			     reload.app->name,
+			     (unsigned long long)(RELOAD_STOP_GRACE_USEC / USEC_PER_SEC));
+		kill_app_processes(reload.app);
+	} else if (reload.phase == RELOAD_UNMOUNTING)
+		reload_unmount();
+	return 0;
+}
+
+static void reload_arm(uint64_t usec)
+{
+	if (!reload.timer)
+		(void)ev_add_time_relative(apps_loop, &reload.timer, usec, on_reload_timer, NULL);
+	else {
+		ev_source_set_time_relative(reload.timer, usec);
+		ev_source_set_enabled(reload.timer, EV_ONESHOT);
+	}
+}
+
+static void reload_child_exited(App *a)
+{
+	char why[160];
+
+	if (reload.phase == RELOAD_STOPPING) {
+		reload_unmount();
+		return;
+	}
+	if (reload.phase != RELOAD_STARTING)
+		return;
+	/* The new version died before it was ready. The VM stays up, its share mounted, for
+	 * the next version: the next app_stop unmounts it. */
+	if (WIFEXITED(a->status))
+		snprintf(why, sizeof(why),
+			 "the new version exited with status %d before it was ready; its log says why",
+			 WEXITSTATUS(a->status));
+	else
+		snprintf(why, sizeof(why),
+			 "the new version was killed by signal %d before it was ready; its log says why",
+			 WTERMSIG(a->status));
+	reload_finish(RELOAD_STOPPED, -EIO, why);
+}
+
+int apps_reload_stop(const char *name, apps_reload_done_t done, void *userdata, char *err,
+		     size_t errlen)
+{
+	App *a = app_by_name(name);
+
+	if (!a) {
+		snprintf(err, errlen, "no app named \"%s\" in this VM", name ?: "");
+		return -ENOENT;
+	}
+	if (a->state == APP_REFUSED || a->state == APP_PENDING || launching) {
+		snprintf(err, errlen, "app \"%s\" is %s; only a started app is reloaded in place",
+			 a->name, launching ? "waiting for its broker" : app_state_names[a->state]);
+		return -EBUSY;
+	}
+	if (reload.phase != RELOAD_NONE && !(reload.app == a && reload.phase == RELOAD_STOPPED)) {
+		snprintf(err, errlen, "app \"%s\" is being reloaded already", reload.app->name);
+		return -EBUSY;
+	}
+	reload.app = a;
+	reload.done = done;
+	reload.userdata = userdata;
+	reload.tries = 0;
+	journal_event("app_reload", json_pack("{s:s, s:s}", "app", a->name, "phase", "stopping"));
+	if (a->state == APP_STARTING || a->state == APP_READY) {
+		reload.phase = RELOAD_STOPPING;
+		a->stopped = true;
+		(void)kill(-a->pid, SIGTERM);
+		(void)kill(a->pid, SIGTERM);
+		reload_arm(RELOAD_STOP_GRACE_USEC);
+		return 0;
+	}
+	/* It had exited already (or a failed new version did): only the share is left. */
+	reload_unmount();
+	return 0;
+}
+
+int apps_reload_start(const char *name, const char *policy_sha256, const char *tree_sha256,
+		      apps_reload_done_t done, void *userdata, char *err, size_t errlen)
+{
+	App *a = app_by_name(name);
+	char serial[16];
+	int r;
+
+	if (!a || reload.app != a || reload.phase != RELOAD_STOPPED) {
+		snprintf(err, errlen, "app \"%s\" is not stopped for a reload: send app_stop first",
+			 name ?: "");
+		return -EBUSY;
+	}
+	/* The host recompiled the policy from the new berth.yml: an app keeps the confinement
+	 * it was set up with (cgroup, write paths, brokers), so only the same policy reloads
+	 * in place. Anything else needs a new VM. */
+	if (!policy_sha256 || !streq(policy_sha256, a->conf.policy_sha256)) {
+		snprintf(err, errlen,
+			 "the new version's policy (sha256 %.12s) is not the one app \"%s\" runs under (%.12s): restart the VM to apply it",
+			 policy_sha256 ?: "none", a->name, a->conf.policy_sha256);
+		return -EPERM;
+	}
+	snprintf(serial, sizeof(serial), "app%u", a->index);
+	r = disk_flush_cache(serial, err, errlen);
+	if (r >= 0)
+		r = mount_share(a);
+	if (r < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "cannot mount the new share: %s", strerror(-r));
+		return r;
+	}
+	a->python = share_is_python(a);
+	json_object_clear(a->reports);
+	a->report_bytes = 0;
+	a->stopped = false;
+	a->status = 0;
+	a->reloads++;
+	journal_event("app_reload", json_pack("{s:s, s:s, s:s, s:i}", "app", a->name, "phase",
+					      "share", "treeSha256", tree_sha256 ?: "",
+					      "reloads", (int)a->reloads));
+	r = start_app(a);
+	if (r < 0) {
+		a->state = APP_EXITED;
+		snprintf(err, errlen, "cannot start the new version: %s", strerror(-r));
+		return r;
+	}
+	reload.done = done;
+	reload.userdata = userdata;
+	reload.phase = RELOAD_STARTING;
+	return 0;
 }
 
 int apps_exit_code(void)
@@ -1045,6 +1295,10 @@ json_t *apps_status(void)
 			json_object_set_new(o, "policy",
 					    json_pack("{s:s, s:s}", "path", a->conf.policy_path,
 						      "sha256", a->conf.policy_sha256));
+		if (a->reloads > 0 || reloading(a))
+			json_object_set_new(o, "reloads", json_integer(a->reloads));
+		if (reloading(a))
+			json_object_set_new(o, "reloading", json_true());
 		if (a->state == APP_REFUSED)
 			json_object_set_new(o, "reason", json_string(a->refused));
 		if (a->state == APP_EXITED)
@@ -1115,7 +1369,8 @@ static int on_pending_timer(EvSource *s, uint64_t usec, void *userdata)
 
 			if (fd >= 0)
 				(void)fd_splice_new(apps_loop, p->fd, fd, NULL, NULL);
-			else if (fd == -EPERM || usec > p->deadline || a->state == APP_EXITED)
+			else if (fd == -EPERM || usec > p->deadline ||
+				 (a->state == APP_EXITED && !reloading(a)))
 				safe_close(p->fd);
 			else
 				a->pending[keep++] = *p;
@@ -1135,7 +1390,8 @@ static int rpc_accept(MuxIo *io, uint32_t port, void *userdata)
 	App *a = userdata;
 	int fd, sp[2];
 
-	if (a->state == APP_EXITED || a->state == APP_REFUSED)
+	/* A call during a reload in place waits for the new version. */
+	if ((a->state == APP_EXITED && !reloading(a)) || a->state == APP_REFUSED)
 		return -ECONNREFUSED;
 	if (a->state == APP_READY) {
 		fd = connect_app(a);

@@ -46,6 +46,22 @@ unsigned apps_count(void);
 unsigned apps_running(void);
 /* 0 iff every app exited 0 or was stopped by us. */
 int apps_exit_code(void);
+/*
+ * Reload in place (docs/warm-start.md): the host replaces one app's share while the VM
+ * stays up. apps_reload_stop() stops app @name (SIGTERM, then its cgroup killed after a
+ * grace period) and unmounts its share; the host then rewrites the share disk;
+ * apps_reload_start() drops the disk's cached blocks, mounts it again and starts the app
+ * with the policy it had, which @policy_sha256 must name. @done is called once, from the
+ * loop or from within, with 0 when the app is stopped (or ready), or -errno and why.
+ * While a reload is under way the app counts as running. Returns -errno with @err when
+ * the step cannot begin.
+ */
+typedef void (*apps_reload_done_t)(int r, const char *why, void *userdata);
+int apps_reload_stop(const char *name, apps_reload_done_t done, void *userdata, char *err,
+		     size_t errlen);
+int apps_reload_start(const char *name, const char *policy_sha256, const char *tree_sha256,
+		      apps_reload_done_t done, void *userdata, char *err, size_t errlen);
+
 /* [{name, state, pid, uid, port, exit?}] */
 json_t *apps_status(void);
 /* Names, for the power_off event. */

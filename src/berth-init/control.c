@@ -16,12 +16,17 @@ static EvLoop *control_loop;
 static ControlHandlers handlers;
 static LineConn *conns[CONNS_MAX];
 static LineConn *log_conn;
+/* The connection waiting for a deferred answer, and the request's op. */
+static LineConn *deferred_conn;
+static bool deferred_busy;
 
 static void conn_forget(LineConn *c)
 {
 	for (size_t i = 0; i < CONNS_MAX; i++)
 		if (conns[i] == c)
 			conns[i] = NULL;
+	if (deferred_conn == c)
+		deferred_conn = NULL;
 }
 
 static void send_line(const char *line, size_t len, void *userdata)
@@ -69,6 +74,25 @@ static void control_on_line(LineConn *c, char *line, size_t len, void *userdata)
 
 		reply(c, r < 0 ? json_pack("{s:s, s:b, s:s}", "op", "resume", "ok", 0, "error", err)
 			       : json_pack("{s:s, s:b}", "op", "resume", "ok", 1));
+	} else if ((streq(op, "app_stop") || streq(op, "app_start")) && handlers.reload) {
+		char err[256] = "";
+		int r = -EBUSY;
+
+		/* One at a time: the host sends the next step once this one is answered. */
+		if (deferred_busy)
+			snprintf(err, sizeof(err), "another reload step is under way");
+		else {
+			/* Set first: a step with nothing to wait for answers from within. */
+			deferred_busy = true;
+			deferred_conn = c;
+			r = handlers.reload(op, req, err, sizeof(err), handlers.userdata);
+			if (r < 0) {
+				deferred_busy = false;
+				deferred_conn = NULL;
+			}
+		}
+		if (r < 0)
+			reply(c, json_pack("{s:s, s:b, s:s}", "op", op, "ok", 0, "error", err));
 	} else if (streq(op, "shutdown")) {
 		reply(c, json_pack("{s:s, s:b}", "op", "shutdown", "ok", 1));
 		if (handlers.shutdown)
@@ -76,6 +100,18 @@ static void control_on_line(LineConn *c, char *line, size_t len, void *userdata)
 	} else
 		reply(c, json_pack("{s:s, s:b, s:s}", "op", op, "ok", 0, "error", "unknown op"));
 	json_decref(req);
+}
+
+void control_reply_deferred(json_t *o)
+{
+	LineConn *c = deferred_conn;
+
+	deferred_busy = false;
+	deferred_conn = NULL;
+	if (c)
+		reply(c, o);
+	else
+		json_decref(o);
 }
 
 static void control_on_close(LineConn *c, int error, void *userdata)

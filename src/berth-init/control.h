@@ -29,9 +29,17 @@ typedef struct ControlHandlers {
 	void (*shutdown)(void *userdata);
 	/* The host's resume request (resume.h): 0, or -errno with why in @err. */
 	int (*resume)(const json_t *req, char *err, size_t errlen, void *userdata);
+	/* A reload in place's "app_stop" or "app_start" (@op): 0 when it is under way and
+	 * control_reply_deferred() will answer, or -errno with why in @err to answer now. */
+	int (*reload)(const char *op, const json_t *req, char *err, size_t errlen,
+		      void *userdata);
 	void *userdata;
 } ControlHandlers;
 
 int control_listen(EvLoop *loop, MuxIo *io, const ControlHandlers *handlers);
+
+/* Answer the one request under way (handlers.reload), on the connection that sent it if it
+ * is still open. Takes @reply. */
+void control_reply_deferred(json_t *reply);
 /* Bytes still queued towards the host on control and log connections. */
 size_t control_pending(void);

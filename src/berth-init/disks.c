@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -129,4 +130,20 @@ int state_disk_count_boot(void)
 	if (write_file_atomic("/state/berth/boot-count", buf, (size_t)n, 0600) < 0)
 		return 0;
 	return (int)(count + 1);
+}
+
+int disk_flush_cache(const char *serial, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char dev[64];
+
+	if (disk_find_by_serial(serial, dev, sizeof(dev)) < 0)
+		return 0;
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, BLKFLSBUF, 0) < 0) {
+		snprintf(err, errlen, "cannot drop the cached blocks of %s (%s): %s", dev, serial,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
 }

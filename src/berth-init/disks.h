@@ -7,6 +7,11 @@
  * Device order is not stable, serials are. Returns 0 or -ENOENT. */
 int disk_find_by_serial(const char *serial, char *ret, size_t size);
 
+/* Drop what the kernel cached of disk @serial's blocks (BLKFLSBUF): from now on reads go to
+ * what the host put there (a restore's real disk, a reload's new share). No such disk: 0.
+ * Otherwise 0, or -errno with @err saying what failed. */
+int disk_flush_cache(const char *serial, char *err, size_t errlen);
+
 /*
  * state_disk_mount() - make @dev the persistent state disk: format it as ext4 on first use
  * (no ext4 magic at byte 1080), mount it on /state (nosuid,nodev) and bind

@@ -251,6 +251,34 @@ static int template_phase(void)
 	return 0;
 }
 
+/* A step of a reload in place is over (apps.h): answer the host. */
+static void reload_step_done(int r, const char *why, void *userdata)
+{
+	const char *op = userdata;
+
+	if (r < 0)
+		journal_logf("%s: %s", op, why ? why : strerror(-r));
+	control_reply_deferred(r < 0 ? json_pack("{s:s, s:b, s:s}", "op", op, "ok", 0, "error",
+						 why ? why : strerror(-r))
+				     : json_pack("{s:s, s:b}", "op", op, "ok", 1));
+}
+
+static int reload_requested(const char *op, const json_t *req, char *err, size_t errlen,
+			    void *userdata)
+{
+	const char *app = json_string_value(json_object_get(req, "app"));
+
+	if (init.shutting_down) {
+		snprintf(err, errlen, "the VM is shutting down");
+		return -ESHUTDOWN;
+	}
+	if (streq(op, "app_stop"))
+		return apps_reload_stop(app, reload_step_done, (void *)"app_stop", err, errlen);
+	return apps_reload_start(app, json_string_value(json_object_get(req, "policySha256")),
+				 json_string_value(json_object_get(req, "treeSha256")),
+				 reload_step_done, (void *)"app_start", err, errlen);
+}
+
 static void no_app_started(void)
 {
 	begin_shutdown("no app could start");
@@ -471,7 +499,11 @@ int main(void)
 	static const int signals[] = {SIGCHLD, SIGTERM, SIGINT, SIGPWR};
 	char cgroup_opts[64];
 	ControlHandlers handlers = {
-		.status = status_reply, .shutdown = shutdown_requested, .resume = resume_requested};
+		.status = status_reply,
+		.shutdown = shutdown_requested,
+		.resume = resume_requested,
+		.reload = reload_requested,
+	};
 	int r;
 
 	if (getpid() != 1) {

@@ -115,24 +115,6 @@ static bool boot_id_valid(const char *s)
 	return s && strlen(s) == 36 && strspn(s, "0123456789abcdef-") == 36;
 }
 
-/* Drop what the template's kernel cached of @serial's placeholder (its partition scan read
- * the first blocks): from now on reads go to the disk the host attached. */
-static int flush_disk(const char *serial, char *err, size_t errlen)
-{
-	_cleanup_close_ int fd = -EBADF;
-	char dev[64];
-
-	if (disk_find_by_serial(serial, dev, sizeof(dev)) < 0)
-		return 0;
-	fd = open(dev, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, BLKFLSBUF, 0) < 0) {
-		snprintf(err, errlen, "cannot drop the cached blocks of %s (%s): %s", dev, serial,
-			 strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
 /* The state disk at the size the host gave it: the template's kernel saw the placeholder's,
  * and the host's resize reaches the guest as a config change a moment later. */
 static int wait_state_size(uint64_t want, char *err, size_t errlen)
@@ -196,12 +178,12 @@ int resume_apply(const json_t *req, char *err, size_t errlen)
 					    err, errlen)
 			  : 0;
 	if (r >= 0 && resumed.state)
-		r = flush_disk("state", err, errlen);
+		r = disk_flush_cache("state", err, errlen);
 	if (r >= 0 && resumed.boot)
-		r = flush_disk("boot", err, errlen);
+		r = disk_flush_cache("boot", err, errlen);
 	for (unsigned i = 0; r >= 0 && i < resumed.apps; i++) {
 		snprintf(serial, sizeof(serial), "app%u", i);
-		r = flush_disk(serial, err, errlen);
+		r = disk_flush_cache(serial, err, errlen);
 	}
 	return r;
 }

@@ -32,6 +32,7 @@
 #include "paths.h"
 #include "qmp.h"
 #include "random-util.h"
+#include "reload.h"
 #include "rundir.h"
 #include "serve.h"
 #include "time-util.h"
@@ -70,6 +71,7 @@ typedef struct Serve {
 	EgressDialer *egress;
 	LineConn *events;
 	LogFanout *logs;
+	Reload *reload;
 	Listener listeners[2 + VMM_APPS_MAX + PUBLISH_PORTS_MAX];
 	size_t n_listeners;
 	Pending pending[PENDING_MAX];
@@ -354,7 +356,7 @@ static void on_event_line(LineConn *c, char *line, size_t len, void *userdata)
 	Serve *s = userdata;
 	GuestEvent ev;
 
-	if (take_resume_reply(s, line, len))
+	if (take_resume_reply(s, line, len) || reload_take_guest_reply(s->reload, line, len))
 		return;
 	if (guest_event_read(&s->guest, line, len, &ev) == GUEST_EVENT_REFUSED)
 		return;
@@ -803,6 +805,25 @@ static int confine_self(Serve *s)
 	return host_sandbox_apply_self(&s->vmm->host_sandbox, s->vmm->run_dir, write_dirs, &egress);
 }
 
+/* A reload in place's step for the guest (reload.h): only once it has booted (and, when
+ * restored, resumed). */
+static int reload_send_guest(const char *line, size_t len, void *userdata)
+{
+	Serve *s = userdata;
+
+	if (!s->events || !s->booted || s->failed || s->qemu_gone ||
+	    (s->vmm->restore && !s->resumed))
+		return -EAGAIN;
+	return line_conn_write(s->events, line, len);
+}
+
+static void reload_changed(void *userdata)
+{
+	Serve *s = userdata;
+
+	(void)vmm_write_state(s->vmm, s->state);
+}
+
 static int start(Serve *s)
 {
 	Vmm *v = s->vmm;
@@ -823,6 +844,17 @@ static int start(Serve *s)
 	r = v->args.channel_external ? 0 : add_listener(s, "control.sock", MUX_PORT_CONTROL);
 	if (r >= 0 && !v->args.channel_external)
 		r = listen_logs(s);
+	if (r >= 0 && !v->args.channel_external) {
+		ReloadHost host = {.loop = s->loop,
+				   .vmm = v,
+				   .send_guest = reload_send_guest,
+				   .changed = reload_changed,
+				   .userdata = s};
+
+		r = reload_listen(&host, &s->reload);
+		if (r < 0)
+			log_error_errno(r, "cannot listen on %s/vmm.sock: %m", v->run_dir);
+	}
 	for (size_t i = 0; r >= 0 && !v->args.channel_external && i < v->n_apps; i++) {
 		char file[32];
 
@@ -968,6 +1000,7 @@ int vmm_serve(Vmm *v, int ready_fd)
 	guest_events_done(&s.guest);
 	for (size_t i = 0; i < s.n_pending; i++)
 		close(s.pending[i].fd);
+	reload_free(s.reload);
 	line_conn_free(s.events);
 	linebuf_free(s.qemu_tail);
 	safe_close(s.console_fd);

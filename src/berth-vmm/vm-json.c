@@ -101,13 +101,14 @@ int vmm_write_state(Vmm *v, const char *state)
 		self[n] = '\0';
 	for (size_t i = 0; i < v->n_apps; i++)
 		json_array_append_new(apps,
-				      json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "index",
-						(json_int_t)i, "name", v->apps[i].name, "share",
-						v->apps[i].image, "appDir", v->apps[i].dir,
+				      json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I}",
+						"index", (json_int_t)i, "name", v->apps[i].name,
+						"share", v->apps[i].image, "appDir", v->apps[i].dir,
 						"treeSha256", v->apps[i].digest.tree_sha256,
 						"files", (json_int_t)v->apps[i].digest.files,
 						"bytes", (json_int_t)v->apps[i].digest.bytes,
-						"policySha256", v->apps[i].policy_sha256));
+						"policySha256", v->apps[i].policy_sha256,
+						"reloads", (json_int_t)v->apps[i].reloads));
 	cmdline = v->vm.cmdline ? strdup(v->vm.cmdline) : vm_kernel_cmdline(&v->vm);
 	measurements =
 		json_pack("{s:o, s:o, s:o}", "kernel",

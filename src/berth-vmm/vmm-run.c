@@ -483,37 +483,43 @@ static void on_policy_warning(const char *line, void *userdata)
  * gets the policy on the boot disk and only checks and writes it, so PID 1 never parses
  * YAML. The guest hashes what agent-init reads; its hash is recorded here too (vm.json).
  */
+int vmm_compile_policy(VmmApp *app, size_t n_apps)
+{
+	_cleanup_free_ char *cwd = NULL, *text = NULL;
+	json_t *empty = NULL;
+	size_t len;
+	int r;
+
+	/* One app lives at /app; several at /app/<name>. */
+	if (asprintf(&cwd, n_apps == 1 ? "/app" : "/app/%s", app->name) < 0 ||
+	    !(app->warnings = json_array()))
+		return -ENOMEM;
+	PolicyInput in = {
+		.app_name = app->name,
+		.capabilities = json_object_get(app->manifest, "capabilities"),
+		.resources = json_object_get(app->manifest, "resources"),
+		.cwd = cwd,
+	};
+
+	if (!in.capabilities)
+		in.capabilities = empty = json_array();
+	r = capability_policy_compile(&in, on_policy_warning, app, &app->policy);
+	json_decref(empty);
+	if (r >= 0)
+		r = capability_policy_encode(app->policy, &text, &len);
+	if (r >= 0)
+		r = sha256_buffer_hex(text, len, app->policy_sha256);
+	return r;
+}
+
 static int compile_policies(Vmm *v)
 {
 	for (size_t i = 0; i < v->n_apps; i++) {
-		VmmApp *app = &v->apps[i];
-		_cleanup_free_ char *cwd = NULL, *text = NULL;
-		size_t len;
-		int r;
+		int r = vmm_compile_policy(&v->apps[i], v->n_apps);
 
-		/* One app lives at /app; several at /app/<name>. */
-		if (asprintf(&cwd, v->n_apps == 1 ? "/app" : "/app/%s", app->name) < 0 ||
-		    !(app->warnings = json_array()))
-			return log_error_errno(-ENOMEM, "out of memory");
-		PolicyInput in = {
-			.app_name = app->name,
-			.capabilities = json_object_get(app->manifest, "capabilities"),
-			.resources = json_object_get(app->manifest, "resources"),
-			.cwd = cwd,
-		};
-		json_t *empty = NULL;
-
-		if (!in.capabilities)
-			in.capabilities = empty = json_array();
-		r = capability_policy_compile(&in, on_policy_warning, app, &app->policy);
-		json_decref(empty);
-		if (r >= 0)
-			r = capability_policy_encode(app->policy, &text, &len);
-		if (r >= 0)
-			r = sha256_buffer_hex(text, len, app->policy_sha256);
 		if (r < 0)
-			return log_error_errno(
-				r, "--app %s: cannot compile its capability policy: %m", app->dir);
+			return log_error_errno(r, "--app %s: cannot compile its capability policy: %m",
+					       v->apps[i].dir);
 	}
 	return 0;
 }
@@ -620,6 +626,14 @@ static int pack_shares(Vmm *v)
 		r = share_pack(app->dir, app->image, err, sizeof(err));
 		if (r < 0)
 			return log_error("--app %s: %s", app->dir, err);
+		/*
+		 * Every share disk has a template's size (sparse, zeros past the image; erofs
+		 * says where its data ends): a restored VM's kernel saw the placeholder's size
+		 * and reads ahead within it, and a reload in place (reload.h) writes a new
+		 * image into the same disk, whose size QEMU fixed when it opened it.
+		 */
+		if (truncate(app->image, (off_t)SNAPSHOT_APP_BYTES) < 0)
+			return log_error_errno(errno, "cannot extend %s: %m", app->image);
 		app->image_fd = open(app->image, O_RDONLY | O_CLOEXEC);
 		if (app->image_fd < 0)
 			return log_error_errno(errno, "cannot open %s: %m", app->image);
@@ -730,15 +744,13 @@ static int try_restore(Vmm *v)
 	}
 	/*
 	 * The template's kernel saw the read-only disks at the placeholders' sizes, and reads
-	 * ahead within them: the boot disk and the share images are extended (sparse, zeros)
-	 * to those sizes, so that no read runs past their ends. Their formats say where the
-	 * data ends. The state disk gets its real size told instead (block_resize).
+	 * ahead within them: the boot disk is extended (sparse, zeros) to its size, so that
+	 * no read runs past its end, as every share image already is (pack_shares()). Their
+	 * formats say where the data ends. The state disk gets its real size told instead
+	 * (block_resize).
 	 */
 	if (ftruncate(v->boot_fd, (off_t)SNAPSHOT_BOOT_BYTES) < 0)
 		return log_error_errno(errno, "cannot extend the boot disk: %m");
-	for (size_t i = 0; i < v->n_apps; i++)
-		if (truncate(v->apps[i].image, (off_t)SNAPSHOT_APP_BYTES) < 0)
-			return log_error_errno(errno, "cannot extend %s: %m", v->apps[i].image);
 	fds[0] = v->state_fd;
 	fds[1] = v->boot_fd;
 	for (size_t i = 0; i < SNAPSHOT_APPS; i++)

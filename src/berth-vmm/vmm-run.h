@@ -33,6 +33,7 @@ typedef struct VmmApp {
 	char *image; /* erofs image of the share, in the run dir */
 	ShareDigest digest;
 	int image_fd;
+	unsigned reloads; /* times its share was replaced in place (reload.h) */
 } VmmApp;
 
 typedef struct VmmArgs {
@@ -106,6 +107,10 @@ typedef struct Vmm {
 } Vmm;
 
 int vmm_run_main(int argc, char **argv);
+
+/* Compile @app's capability policy from its manifest (name and manifest set), in a VM of
+ * @n_apps apps: policy, warnings and policy_sha256. 0 or -errno. */
+int vmm_compile_policy(VmmApp *app, size_t n_apps);
 /* Configure v->vm for a cold boot after all (a restore that failed), with @reason. */
 int vmm_config_cold(Vmm *v, const char *reason);
 /* berth-vmm accel: the accelerator choice and the probe behind it (accel-verb.c). */

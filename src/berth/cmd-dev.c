@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "dev-reload.h"
 #include "evloop.h"
 #include "exec-util.h"
 #include "fileio.h"
@@ -60,6 +61,9 @@ typedef struct Dev {
 	LineBuffer *catch_up; /* after a reattach: the replay, until its end marker */
 	bool reattaching, refused_said;
 	bool reload_pending;			   /* a change came while the VM booted */
+	bool reboot_on_change;			   /* --reboot-on-change */
+	DevReload *in_place;			   /* a reload in place under way */
+	char *booted_bundle;			   /* the bundle the VM runs */
 	PublishHost *published[PUBLISH_PORTS_MAX]; /* the app's published ports, on the host */
 	long long t0, stop_ms; /* when the (re)load began, and what the stop took */
 	int exit_code;
@@ -266,6 +270,63 @@ static void watch_tree(Dev *d, const char *dir, unsigned depth)
 
 static void on_reload_booted(VmLaunch *l, int r, void *userdata);
 
+static void set_booted_bundle(Dev *d)
+{
+	free(d->booted_bundle);
+	d->booted_bundle = d->l.bundle.dir ? strdup(d->l.bundle.dir) : NULL;
+}
+
+/* A change saved during a boot or a reload is taken once it is over. */
+static void take_pending(Dev *d)
+{
+	if (!d->reload_pending)
+		return;
+	d->reload_pending = false;
+	ev_source_set_time_relative(d->debounce, DEBOUNCE_USEC);
+	ev_source_set_enabled(d->debounce, EV_ONESHOT);
+}
+
+static void reboot(Dev *d, const char *why)
+{
+	int r;
+
+	if (why)
+		say("%s; rebooting the VM with the new bundle...", why);
+	else
+		say("Change detected, rebooting the VM with the new bundle...");
+	detach_logs(d);
+	ev_source_set_enabled(d->reattach, EV_OFF);
+	d->stop_ms = now_ms();
+	(void)vm_launch_stop(&d->l);
+	d->stop_ms = now_ms() - d->stop_ms;
+	set_booted_bundle(d);
+	r = vm_launch_boot_start(&d->l, d->loop, on_reload_booted, d);
+	if (r < 0)
+		say("the new version did not start; fix it and save again");
+}
+
+static void on_in_place_done(int r, const DevReloadResult *res, void *userdata)
+{
+	Dev *d = userdata;
+
+	d->in_place = dev_reload_free(d->in_place);
+	if (r >= 0) {
+		set_booted_bundle(d);
+		printf("Reloaded in place in %lld ms (bundle %lld ms, pack %lld ms, stop %lld ms, start %lld ms). boot %s\n",
+		       now_ms() - d->t0, d->l.bundle.ms, res->pack_ms, res->stop_ms, res->start_ms,
+		       d->l.boot_id);
+		fflush(stdout);
+	} else if (res->restart) {
+		reboot(d, res->why);
+		return;
+	} else {
+		/* The VM is up and waits for the next version, which reloads in place too. */
+		set_booted_bundle(d);
+		say("the new version did not start: %s; fix it and save again", res->why);
+	}
+	take_pending(d);
+}
+
 static int reload(EvSource *s, uint64_t usec, void *userdata)
 {
 	Dev *d = userdata;
@@ -273,8 +334,8 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 	char err[1024], old_digest[65];
 	int r;
 
-	/* One boot at a time: a change saved during a boot is taken once it is over. */
-	if (vm_launch_booting(&d->l)) {
+	/* One boot or reload at a time. */
+	if (vm_launch_booting(&d->l) || d->in_place) {
 		d->reload_pending = true;
 		return 0;
 	}
@@ -293,15 +354,19 @@ static int reload(EvSource *s, uint64_t usec, void *userdata)
 		say("the bundle did not change (%lld ms); the VM keeps running", d->l.bundle.ms);
 		return 0;
 	}
-	say("Change detected, rebooting the VM with the new bundle...");
-	detach_logs(d);
-	ev_source_set_enabled(d->reattach, EV_OFF);
-	d->stop_ms = now_ms();
-	(void)vm_launch_stop(&d->l);
-	d->stop_ms = now_ms() - d->stop_ms;
-	r = vm_launch_boot_start(&d->l, d->loop, on_reload_booted, d);
-	if (r < 0)
-		say("the new version did not start; fix it and save again");
+	if (d->reboot_on_change || !d->booted_bundle) {
+		reboot(d, NULL);
+		return 0;
+	}
+	err[0] = '\0';
+	r = dev_reload_start(d->loop, d->l.run_dir, d->l.name, d->l.bundle.dir, d->booted_bundle,
+			     d->l.boot_timeout_ms, on_in_place_done, d, &d->in_place, err,
+			     sizeof(err));
+	if (r < 0) {
+		reboot(d, err[0] ? err : NULL);
+		return 0;
+	}
+	say("Change detected, reloading the app in place...");
 	return 0;
 }
 
@@ -323,11 +388,7 @@ static void on_reload_booted(VmLaunch *l, int r, void *userdata)
 		fflush(stdout);
 		(void)attach_logs(d, false);
 	}
-	if (d->reload_pending) {
-		d->reload_pending = false;
-		ev_source_set_time_relative(d->debounce, DEBOUNCE_USEC);
-		ev_source_set_enabled(d->debounce, EV_ONESHOT);
-	}
+	take_pending(d);
 }
 
 static int on_inotify(EvSource *s, int fd, uint32_t revents, void *userdata)
@@ -395,6 +456,8 @@ static void dev_done(Dev *d)
 	for (size_t i = 0; i < ELEMENTSOF(d->published); i++)
 		d->published[i] = publish_host_free(d->published[i]);
 	detach_logs(d);
+	d->in_place = dev_reload_free(d->in_place);
+	free(d->booted_bundle);
 	free(d->last_line);
 	linebuf_free(d->catch_up);
 	safe_close(d->inotify_fd);
@@ -408,6 +471,7 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 						{"env", required_argument, NULL, 'e'},
 						{"env-file", required_argument, NULL, 'f'},
 						{"cold", no_argument, NULL, 'c'},
+						{"reboot-on-change", no_argument, NULL, 'b'},
 						{"help", no_argument, NULL, 'h'},
 						{}};
 	const char *env = getenv("BERTH_DEV_BOOT_TIMEOUT_MS");
@@ -423,6 +487,8 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 			*ret_runtime = optarg;
 		else if (c == 'c')
 			d->l.cold = true;
+		else if (c == 'b')
+			d->reboot_on_change = true;
 		else if (c == 'e') {
 			if (vm_launch_add_env(&d->l, optarg) < 0)
 				return -EINVAL;
@@ -607,6 +673,7 @@ int cmd_dev(int argc, char **argv)
 		dev_done(&d);
 		return 1;
 	}
+	set_booted_bundle(&d);
 	r = vm_launch_boot_start(&d.l, d.loop, on_first_boot, &d);
 	if (r >= 0)
 		r = ev_loop(d.loop);

@@ -67,6 +67,18 @@ static void record_write(Mcp *c, json_t *evidence)
 	mcp_audit(c, ev);
 }
 
+/* The app's share in vm.json (its treeSha256), "" when it is not there. */
+static const char *app_share(const json_t *vm, const char *name)
+{
+	size_t i;
+	json_t *app;
+
+	json_array_foreach(json_object_get(vm, "apps"), i, app)
+		if (streq(json_string_value(json_object_get(app, "name")) ?: "", name))
+			return json_string_value(json_object_get(app, "treeSha256")) ?: "";
+	return "";
+}
+
 /* The record is complete (or could not be): log, write it, and let the calls go. */
 static void record_finish(BootRecord *b)
 {
@@ -81,6 +93,7 @@ static void record_finish(BootRecord *b)
 				  "vm", b->vm, "events", b->events);
 	snprintf(c->boot_id, sizeof(c->boot_id), "%s",
 		 json_string_value(json_object_get(b->vm, "bootId")) ?: "");
+	snprintf(c->share_sha256, sizeof(c->share_sha256), "%s", app_share(b->vm, c->l.name));
 	/* berth-init took these reports before the app's code ran: the app cannot forge them. */
 	c->enforcement = enforcement_from_reports(b->events, c->l.name);
 	mcp_say("kernel enforcement in this VM: %s", enforcement_status_to_string(c->enforcement));
@@ -190,9 +203,16 @@ bool boot_record_follow(Mcp *c)
 	/* vm.json is a small file berth-vmm rewrites atomically: a read, not a wait. */
 	vm = vm_json_load(c->run_dir);
 	boot_id = json_string_value(json_object_get(vm, "bootId"));
-	if (!boot_id || streq(boot_id, c->boot_id))
+	if (!boot_id)
 		return false;
-	mcp_say("the VM %s was rebooted (boot %s); recording the new boot", c->vm_name, boot_id);
+	if (!streq(boot_id, c->boot_id))
+		mcp_say("the VM %s was rebooted (boot %s); recording the new boot", c->vm_name,
+			boot_id);
+	else if (!streq(app_share(vm, c->l.name), c->share_sha256))
+		mcp_say("the app in VM %s was reloaded in place (share %.12s); recording it",
+			c->vm_name, app_share(vm, c->l.name));
+	else
+		return false;
 	return boot_record_start(c, on_followed) >= 0;
 }
 

@@ -79,6 +79,7 @@ typedef struct Mcp {
 	AuditSink *audit;
 	char bridge[17];
 	char boot_id[64]; /* the boot the last sandbox.boot record describes */
+	char share_sha256[65]; /* and the app's share then: a reload in place changes it */
 	int exit_code;
 } Mcp;
 

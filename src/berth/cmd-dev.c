@@ -305,9 +305,10 @@ static void reboot(Dev *d, const char *why)
 		say("the new version did not start; fix it and save again");
 }
 
-static void on_in_place_done(int r, const DevReloadResult *res, void *userdata)
+static void on_in_place_done(int r, const DevReloadResult *result, void *userdata)
 {
 	Dev *d = userdata;
+	DevReloadResult copy = *result, *res = &copy; /* *result goes with d->in_place */
 
 	d->in_place = dev_reload_free(d->in_place);
 	if (r >= 0) {

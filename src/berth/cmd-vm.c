@@ -128,12 +128,19 @@ static void print_vm(json_t *vm)
 	}
 	json_array_foreach(json_object_get(guest, "apps"), i, app) {
 		json_t *cg = json_object_get(app, "cgroup");
+		json_int_t reloads = json_integer_value(json_object_get(app, "reloads"));
+		char reloaded[64] = "";
 
-		term_text_line(stdout, 0, "  %s: %s, pid %lld, uid %lld%s%s",
+		if (json_is_true(json_object_get(app, "reloading")))
+			snprintf(reloaded, sizeof(reloaded), ", being reloaded in place");
+		else if (reloads > 0)
+			snprintf(reloaded, sizeof(reloaded), ", reloaded in place %lld time%s",
+				 (long long)reloads, reloads == 1 ? "" : "s");
+		term_text_line(stdout, 0, "  %s: %s, pid %lld, uid %lld%s%s%s",
 			       str_of(app, "name", "?"), str_of(app, "state", "?"),
 			       json_integer_value(json_object_get(app, "pid")),
 			       json_integer_value(json_object_get(app, "uid")), cg ? ", " : "",
-			       cg ? str_of(cg, "summary", "") : "");
+			       cg ? str_of(cg, "summary", "") : "", reloaded);
 	}
 	if (json_array_size(json_object_get(guest, "apps")) == 0)
 		printf("  no apps running\n");

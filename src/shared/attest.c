@@ -383,6 +383,10 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 		json_object_set(a, "treeSha256", json_object_get(app, "treeSha256"));
 		json_object_set(a, "files", json_object_get(app, "files"));
 		json_object_set(a, "bytes", json_object_get(app, "bytes"));
+		/* A reload in place replaced the share during this boot: the record names the
+		 * last one; each replacement is an app_reload event of the evidence. */
+		if (json_integer_value(json_object_get(app, "reloads")) > 0)
+			json_object_set(a, "reloads", json_object_get(app, "reloads"));
 		json_array_append_new(apps, a);
 	}
 	iso = json_pack("{s:s, s:s, s:O?, s:O?, s:o, s:o}", "kind", "microvm", "engine",

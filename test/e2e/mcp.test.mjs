@@ -182,13 +182,14 @@ test("attach to berth dev's VM, round trip, across a reload, leave it running; s
 		r = await client.callTool({ name: "complete_note", arguments: { id } });
 		assert.equal(r.isError, true, "complete_note is not served with --only");
 
-		// berth dev reboots the VM on a change; the session follows and records the new boot.
+		// berth dev reloads the app in place on a change; the session follows and records it.
 		const reloads = (devOut.match(/^Reloaded in/gm) || []).length;
 		appendFileSync(join(appDir, "src/index.ts"), "\nexport const mcpTestRevision = 1;\n");
 		await waitFor("berth dev to reload", () => (devOut.match(/^Reloaded in/gm) || []).length > reloads, 600);
 		r = await client.callTool({ name: "list_notes", arguments: {} });
 		assert.ok(JSON.parse(text(r)).notes.some((n) => n.id === id), "the note survived the reload on the state disk");
-		assert.match(log.text, /was rebooted \(boot [0-9a-f-]{36}\); recording the new boot/);
+		assert.match(devOut, /^Reloaded in place in /m);
+		await waitFor("the session to record the reload", () => /was reloaded in place \(share [0-9a-f]{12}\); recording it/.test(log.text));
 		await client.close();
 		await new Promise((res) => setTimeout(res, 1000));
 		assert.ok(running("berth-dev-notes"), "berth dev's VM keeps running after the client goes");

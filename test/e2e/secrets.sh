@@ -124,7 +124,9 @@ export SHARED_NAME="$shared" # not declared by the app: every app gets it, with 
 EOF
 log=$BERTH_HOME/dev.log
 before=$(seen)
-dev "$log" --env PROBE_TOKEN --env-file "$BERTH_HOME/app.env"
+# Every reload restarts the VM here, so that one writes a new secrets disk (boot 2); a
+# reload in place keeps the disk the VM booted with (e2e-reload).
+dev "$log" --env PROBE_TOKEN --env-file "$BERTH_HOME/app.env" --reboot-on-change
 if wait_ready "$log"; then ok "berth dev --env --env-file boots the app"; else not_ok "berth dev --env --env-file boots the app"; diag <"$log"; fi
 check "berth-vmm started with the disk in place, 0600" \
 	test "$(seen)" = $((before + 1)) -a "$(tail -1 "$BERTH_HOME/wrap.log")" = "present 600 $(id -un)"

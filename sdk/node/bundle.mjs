@@ -306,14 +306,71 @@ function esbuildFailure(err, appDir) {
 	return new BundleError(lines.join("\n"));
 }
 
+/**
+ * The SDK's runtime is the same bundle for every app: built from Berth's root (so that no
+ * path in it depends on where the app is), and kept in ~/.berth/vm/cache/runtime/ with the
+ * sha256 of every file esbuild read for it (its metafile). It is built again when one of
+ * them, esbuild or the options change. A cache that cannot be read or written only costs
+ * the build.
+ */
+const sha256 = (data) => createHash("sha256").update(data).digest("hex");
+
+function runtimeCacheFile(esbuild) {
+	const home = process.env.BERTH_HOME || join(process.env.HOME || "/nonexistent", ".berth");
+	const key = sha256(JSON.stringify({ esbuild: esbuild.version, options: runtimeOptions(), sdk: SDK_DIR }));
+	return join(home, "vm", "cache", "runtime", `${key}.json`);
+}
+
+function runtimeOptions() {
+	const { plugins, ...opts } = esbuildOptions(BERTH_ROOT);
+	return { ...opts, entryPoints: [join(SDK_DIR, "runtime.mjs")], outfile: join(BERTH_ROOT, "runtime.mjs"), metafile: true };
+}
+
+function cachedRuntime(file) {
+	try {
+		const entry = JSON.parse(readFileSync(file, "utf8"));
+		for (const [path, digest] of Object.entries(entry.inputs)) if (sha256(readFileSync(path)) !== digest) return null;
+		const out = Buffer.from(entry.output, "base64");
+		return sha256(out) === entry.outputSha256 ? out : null;
+	} catch {
+		return null;
+	}
+}
+
+async function runtimeBundle(esbuild) {
+	const file = runtimeCacheFile(esbuild);
+	const cached = cachedRuntime(file);
+	if (cached) return cached;
+	const r = await esbuild.build({ ...runtimeOptions(), plugins: [berthPlugin(BERTH_ROOT)] });
+	const out = Buffer.from(r.outputFiles[0].contents);
+	try {
+		const inputs = {};
+		for (const p of Object.keys(r.metafile.inputs)) {
+			const abs = resolve(BERTH_ROOT, p);
+			inputs[abs] = sha256(readFileSync(abs));
+		}
+		mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+		const tmpFile = `${file}.tmp-${process.pid}`;
+		writeFileSync(tmpFile, JSON.stringify({ inputs, output: out.toString("base64"), outputSha256: sha256(out) }), { mode: 0o600 });
+		renameSync(tmpFile, file);
+	} catch {
+		// Only a speed-up.
+	}
+	return out;
+}
+
 async function bundleNode(appDir, tmp, appEntryPath) {
 	const esbuild = await loadEsbuild();
 	const opts = esbuildOptions(appDir);
 	const files = {};
 	try {
-		const app = await esbuild.build({ ...opts, entryPoints: [appEntryPath], outfile: join(tmp, "dist", "index.mjs") });
-		const rt = await esbuild.build({ ...opts, entryPoints: [join(SDK_DIR, "runtime.mjs")], outfile: join(tmp, "runtime.mjs") });
-		for (const f of [...app.outputFiles, ...rt.outputFiles]) files[relative(tmp, f.path)] = Buffer.from(f.contents);
+		// Side by side: esbuild's service builds both at once, on every core.
+		const [app, rt] = await Promise.all([
+			esbuild.build({ ...opts, entryPoints: [appEntryPath], outfile: join(tmp, "dist", "index.mjs") }),
+			runtimeBundle(esbuild),
+		]);
+		for (const f of app.outputFiles) files[relative(tmp, f.path)] = Buffer.from(f.contents);
+		files["runtime.mjs"] = rt;
 	} catch (err) {
 		throw esbuildFailure(err, appDir);
 	}

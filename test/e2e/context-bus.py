@@ -9,6 +9,7 @@ cap, oversized and undecodable frames that cost only themselves, the socket's mo
 start-up failures. Prints TAP."""
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -174,6 +175,86 @@ class Bus:
         return self.proc.returncode
 
 
+def landlock_abi():
+    import ctypes
+    return max(0, ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1))
+
+
+def confined(d):
+    """The bus under agent-init as docs/context-bus.md tells berth-init to start it: uid
+    9001 in group 9999, the daemon policy (writes: /dev/null and the socket's directory;
+    reads: the binary's and the table's; no network), on this host's kernel."""
+    agent_init = os.environ.get("AGENT_INIT")
+    if not agent_init or not os.access(agent_init, os.X_OK) or landlock_abi() < 6:
+        print("# skipping the confined run: no agent-init, or Landlock ABI < 6")
+        return
+    tmp, cb, bindir, home = (os.path.join(d, x) for x in ("tmp", "cb", "bin", "home"))
+    for p, mode in ((tmp, 0o1777), (cb, 0o750), (bindir, 0o755), (home, 0o700)):
+        os.makedirs(p, exist_ok=True)
+        os.chmod(p, mode)
+    os.chown(cb, 0, 9001)
+    os.chown(home, 9001, 9001)
+    shutil.copy(BUS, os.path.join(bindir, "context-bus"))
+    table = os.path.join(cb, "apps.json")
+    with open(table, "w") as f:
+        json.dump({"schema": 1, "apps": [{"uid": u, "name": n} for u, n in APPS.items()]}, f)
+    os.chown(table, 0, 9001)
+    os.chmod(table, 0o640)
+    policy = os.path.join(cb, "bus-policy.json")
+    with open(policy, "w") as f:
+        json.dump({"schema": 2, "appName": "berth-context-bus", "declaredCapabilities": [],
+                   "writePaths": ["/dev/null", tmp], "readPaths": ["/usr", cb, bindir],
+                   "networkPorts": [], "networkUnrestricted": False, "meshPeers": [], "bindPorts": [],
+                   "cgroupLimits": {}}, f)
+    os.chown(policy, 0, 9001)
+    os.chmod(policy, 0o640)
+    path = os.path.join(tmp, "berth-context-bus.sock")
+    err_path = os.path.join(d, "confined.log")
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([agent_init, os.path.join(bindir, "context-bus")], stdin=subprocess.DEVNULL,
+                                stderr=err, cwd="/", env={
+            "PATH": "/usr/sbin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "BERTH_BOOT_ID": "bus-e2e",
+            "BERTH_REQUIRE_ENFORCEMENT": "1", "BERTH_CAPABILITY_POLICY": policy,
+            "BERTH_APP_UID": "9001", "BERTH_APP_GID": "9001", "BERTH_APP_SUPPLEMENTARY_GIDS": "9999",
+            "BERTH_CONTEXT_BUS_SOCKET": path, "BERTH_CONTEXT_BUS_APPS": table, "BERTH_SHARED_GID": "9999"})
+
+    def log():
+        with open(err_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    end = time.time() + 10
+    while time.time() < end and proc.poll() is None and "listening on" not in log():
+        time.sleep(0.05)
+    try:
+        applied = [json.loads(line) for line in log().splitlines() if line.startswith("{")]
+        ev = {j.get("event"): j for j in applied}
+        pol = ev.get("capability_policy_applied", {})
+        tap(proc.poll() is None and f"[context-bus] listening on {path}" in log()
+            and pol.get("ruleset") == "FullyEnforced" and ev.get("app_uid_applied", {}).get("uid") in (9001, None),
+            "under agent-init with the daemon policy, as uid 9001: Landlock fully enforced, listening", log())
+        st = os.stat(path) if os.path.exists(path) else None
+        tap(st is not None and st.st_uid == 9001 and st.st_gid == GID and st.st_mode & 0o777 == 0o660,
+            "its socket is 9001:9999 0660: the group berth it was given", st)
+        a, b = Client(path, 10000), Client(path, 10001)
+        a.send(register={"app": "activity-feed"})
+        b.send(subscribe={"topic": "notes.added"})
+        time.sleep(0.2)
+        a.send(publish={"topic": "notes.added", "payload": b"confined"})
+        fr = b.frames()
+        tap([x.payload for k, x in fr if k == "event"] == [b"confined"], "confined, it delivers", fr)
+        tap(any(j.get("event") == "register_name_overridden" and j["app"] == "notes"
+                for j in (json.loads(l[len("[context-bus] "):]) for l in log().splitlines()
+                          if l.startswith("[context-bus] {"))),
+            "confined, it reads the app table and overrides a spoofed name", log())
+        a.close()
+        b.close()
+    finally:
+        proc.terminate()
+        proc.wait(5)
+    tap(proc.returncode == 0 and not os.path.exists(path), "confined, SIGTERM: exit 0, socket removed",
+        (proc.returncode, log()[-800:]))
+
+
 def main():
     d = tempfile.mkdtemp(prefix="berth-bus-")
     os.chmod(d, 0o755)
@@ -316,6 +397,8 @@ def main():
     b4.stop()
     r = subprocess.run([BUS, "--help"], capture_output=True, text=True)
     tap(r.returncode == 2 and "BERTH_CONTEXT_BUS_SOCKET" in r.stderr, "arguments get the usage line")
+
+    confined(d)
 
     print(f"1..{len(results)}")
     return 0 if all(results) else 1

@@ -13,6 +13,8 @@ export const MAX_FRAME_BYTES = 8 << 20;
 /** After the daemon went away: the first retry, and the longest wait between two. */
 export const RECONNECT_MIN_MS = 100;
 export const RECONNECT_MAX_MS = 5000;
+/** What may wait in the socket's buffer for the daemon to read; past it, publishes drop. */
+export const SEND_BUFFER_MAX = 16 << 20;
 
 /**
  * sdk/context_bus.proto as a table: the Envelope's oneof members (field number, message)
@@ -330,12 +332,21 @@ function socketClient(first, socketPath, { timeoutMs, reconnect }) {
 	};
 
 	attach(first);
+	let overflowing = false;
 	const send = (kind, f) => {
 		if (closed) return;
 		if (!sock || sock.destroyed) {
 			if (kind === "publish") dropped++;
 			return;
 		}
+		// Node would buffer without end for a daemon that stopped reading: past the cap a
+		// publish is dropped, as the bus itself drops what a subscriber cannot take.
+		if (kind === "publish" && sock.writableLength > SEND_BUFFER_MAX) {
+			if (!overflowing) log(`the daemon is not reading; publishes are dropped until it catches up`);
+			overflowing = true;
+			return;
+		}
+		overflowing = false;
 		write(kind, f);
 	};
 	return {

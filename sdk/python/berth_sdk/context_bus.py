@@ -18,6 +18,9 @@ MAX_FRAME_BYTES = 8 << 20
 # After the daemon went away: the first retry, and the longest wait between two.
 RECONNECT_MIN_S = 0.1
 RECONNECT_MAX_S = 5.0
+# How long a publish may wait for a daemon that stopped reading; then the connection is
+# given up (a frame may be half sent) and dialled again.
+SEND_TIMEOUT_S = 5
 
 # sdk/context_bus.proto as a table: the Envelope's oneof members (field number, message)
 # and each message's fields (field number, proto3 type).
@@ -423,6 +426,7 @@ def _dial(path: str, timeout: float) -> socket.socket:
         sock.close()
         raise
     sock.settimeout(None)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_TIMEOUT_S, 0))
     return sock
 
 

@@ -24,9 +24,9 @@
 /* ... and, as the frames may be large, no more than this many bytes. */
 #define BUS_QUEUE_BYTES_MAX (16u * 1024u * 1024u)
 /* All connections' frames being read, together; a frame past it is refused. */
-#define BUS_READ_BUDGET (64u * 1024u * 1024u)
+#define BUS_READ_BUDGET (32u * 1024u * 1024u)
 /* All events and acks waiting in queues, together (an event fanned out is counted once). */
-#define BUS_OUT_BUDGET (64u * 1024u * 1024u)
+#define BUS_OUT_BUDGET (32u * 1024u * 1024u)
 #define BUS_TOPIC_MAX 1024u
 #define BUS_SUBSCRIPTIONS_MAX 1024u /* per connection */
 #define BUS_CLAIM_MAX 64u	    /* of a claimed name; longer ones are cut in the logs */

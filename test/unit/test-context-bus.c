@@ -372,6 +372,39 @@ TEST(oversized_frame_is_skipped_and_the_connection_lives)
 	ASSERT_STREQ(got[0].payload, "still here");
 }
 
+TEST(read_budget_refuses_frames_past_it)
+{
+	static uint8_t junk[65536];
+	Client c[5];
+	uint8_t head[5];
+	size_t left = FRAME_SIZE_MAX - 1;
+	Got got[4];
+
+	setup();
+	/* Four 8 MiB frames begun (one byte each) take the 32 MiB budget; the fifth is
+	 * refused as it arrives, and skipped. */
+	for (int i = 0; i < 5; i++) {
+		c[i] = client(10000 + (uid_t)i);
+		frame_header_put(head, FRAME_SIZE_MAX);
+		head[4] = 0x0a;
+		send_raw(&c[i], head, sizeof(head));
+	}
+	while (left > 0) {
+		size_t n = left < sizeof(junk) ? left : sizeof(junk);
+
+		send_raw(&c[4], junk, n);
+		left -= n;
+	}
+	ASSERT_EQ(recv_all(&c[4], got, 4, true), 1);
+	ASSERT_FALSE(got[0].ok);
+	ASSERT_TRUE(strstr(got[0].error, "no memory for this frame") != NULL);
+	ASSERT_EQ(bus_stats(bus)->frames_refused, 1);
+	/* The refused connection goes on. */
+	pub(&c[4], "t", "1");
+	ASSERT_EQ(recv_all(&c[4], got, 4, true), 1);
+	ASSERT_TRUE(got[0].ok);
+}
+
 TEST(undecodable_frame_gets_an_error_ack)
 {
 	static const uint8_t bad[] = {0, 0, 0, 3, 0x0a, 0x05, 'x'}; /* truncated field */

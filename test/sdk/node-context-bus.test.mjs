@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { ROOT, SDK, tempDir } from "./helpers.mjs";
+import { bundleApp, connectRpc, FIXTURES, ROOT, SDK, startRuntime, tempDir, watchProcess } from "./helpers.mjs";
 
 const bus = await import(join(SDK, "src", "context-bus.mjs"));
 const BIN = process.env.CONTEXT_BUS || join(process.env.BERTH_BUILD_DIR ?? "", "src", "context-bus", "context-bus");
@@ -138,6 +138,46 @@ test("the client reconnects and subscribes again after the daemon came back", { 
 	assert.deepEqual(got, [{ id: "after" }]);
 	sub.close();
 	pub.close();
+});
+
+test("app runtimes on the daemon: a bundled Node app and a Python app reach another Node app, never themselves", { skip }, async () => {
+	const share = join(work, "share");
+	await bundleApp(join(FIXTURES, "node-app"), share);
+	const boot = async (name) => {
+		const sock = join(work, `${name}.sock`);
+		const rt = await startRuntime(share, { BERTH_RPC_SOCKET: sock, BERTH_CONTEXT_BUS_SOCKET: socketPath }, { name }).ready;
+		assert.ok(rt.stderr.includes(`[berth:runtime] context bus connected at ${socketPath}`), rt.stderr);
+		return { rt, rpc: await connectRpc(sock) };
+	};
+	const a = await boot("node-a");
+	const b = await boot("node-b");
+	const pySock = join(work, "py.sock");
+	const py = watchProcess(
+		spawn("/usr/bin/python3", ["-m", "berth_sdk.runtime"], {
+			cwd: join(FIXTURES, "python-app"),
+			env: {
+				PATH: process.env.PATH,
+				PYTHONPATH: join(ROOT, "sdk", "python"),
+				BERTH_RPC_SOCKET: pySock,
+				BERTH_CONTEXT_BUS_SOCKET: socketPath,
+			},
+			stdio: ["pipe", "pipe", "pipe"],
+		}),
+		"python-app",
+	);
+	await py.ready;
+	assert.ok(py.stderr.includes(`context bus connected at ${socketPath}`), py.stderr);
+	const p = await connectRpc(pySock);
+	// Each runtime registers and subscribes to fixture.in at start.
+	await until("three subscriptions", () => (daemon.log().match(/subscribed to "fixture.in"/g) ?? []).length >= 3);
+	await a.rpc.call("publish", { topic: "fixture.in", payload: { from: "node-a" } });
+	await p.call("publish", { topic: "fixture.in", payload: { from: "python" } });
+	await until("node-b's two events", async () => (await b.rpc.call("received")).result.received.length === 2);
+	assert.deepEqual((await b.rpc.call("received")).result.received, [{ from: "node-a" }, { from: "python" }]);
+	assert.deepEqual((await a.rpc.call("received")).result.received, [{ from: "python" }]);
+	assert.deepEqual((await p.call("received")).result.received, [{ from: "node-a" }]);
+	for (const c of [a.rpc, b.rpc, p]) c.close();
+	await Promise.all([a.rt.stop(), b.rt.stop(), py.stop()]);
 });
 
 test("connecting to no daemon fails within the timeout (the runtime then falls back)", async () => {

@@ -375,7 +375,7 @@ async function bundleNode(appDir, tmp, appEntryPath) {
 		throw esbuildFailure(err, appDir);
 	}
 	files["berth.yml"] = readFileSync(appFile(appDir, "berth.yml"));
-	files["proto/context_bus.proto"] = readFileSync(join(SDK_DIR, "proto", "context_bus.proto"));
+	files["proto/context_bus.proto"] = readFileSync(join(SDK_DIR, "..", "context_bus.proto"));
 	return files;
 }
 

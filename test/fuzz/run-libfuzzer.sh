@@ -63,6 +63,10 @@ policy)
 	sources="src/shared/boot-disk.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
 	libs="-ljansson -lm"
 	;;
+context-bus-frames)
+	sources="src/context-bus/frame.c src/context-bus/bus.c src/context-bus/identity.c build/libfuzzer-gen/context_bus.pb-c.c src/basic/evloop.c src/basic/log.c src/basic/time-util.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
+	libs="-lprotobuf-c -ljansson -lm"
+	;;
 view-checks)
 	sources="src/terminal-view/auth.c src/terminal-view/message.c"
 	;;
@@ -85,11 +89,16 @@ mkdir -p "$out/corpus-$target"
 cd "$root"
 # The capability model's tables, as meson generates them.
 python3 tools/gen-capability-model.py sdk/capability-model.json "$out/capability-model.h"
+# The context bus's protobuf code, as meson generates it from sdk/context_bus.proto.
+if [ "$target" = context-bus-frames ]; then
+	mkdir -p build/libfuzzer-gen
+	protoc-c --proto_path=sdk --c_out=build/libfuzzer-gen sdk/context_bus.proto
+fi
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/github-broker -Isrc/berth-vmm -Isrc/berth \
-	-Isrc/berth/mcp -Isrc/terminal-view \
+	-Isrc/berth/mcp -Isrc/terminal-view -Isrc/context-bus -Ibuild/libfuzzer-gen \
 	-Isrc/capability -I"$out" \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of the Node SDK's pieces: manifest rules, capability matching, the context
-// bus wire codec (checked against bytes produced by the protobuf library), the local
+// bus wire codec (held against sdk/context_bus.proto through the protobuf library), the local
 // stand-ins, defineApp and defineConnectorApp.
 import assert from "node:assert/strict";
 import http from "node:http";
-import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { SDK } from "./helpers.mjs";
 
@@ -124,6 +127,29 @@ test("context bus codec matches protobuf's bytes", () => {
 	assert.equal(bus.frame(Buffer.from("ab", "hex")).toString("hex"), "00000001ab");
 	assert.equal(bus.decodePayload(Buffer.alloc(0)), undefined);
 	assert.equal(bus.encodePayload(undefined).toString(), "null");
+});
+
+test("context bus codec is sdk/context_bus.proto's: its field table and the protobuf library's bytes", (t) => {
+	const desc = join(process.env.BERTH_BUILD_DIR ?? "", "src", "context-bus", "context_bus.desc");
+	if (!existsSync(desc)) return t.skip(`${desc} is not built`);
+	const helper = join(dirname(fileURLToPath(import.meta.url)), "proto_vectors.py");
+	const r = spawnSync("/usr/bin/python3", [helper, desc], { encoding: "utf8" });
+	if (r.status !== 0 && /No module named 'google'/.test(r.stderr)) return t.skip("python3-protobuf is not installed");
+	assert.equal(r.status, 0, r.stderr);
+	const got = JSON.parse(r.stdout);
+	assert.deepEqual(bus.WIRE, got.wire);
+	for (const v of got.vectors) {
+		const fields = Object.fromEntries(
+			Object.entries(v.fields).map(([k, x]) => [k, x && typeof x === "object" ? Buffer.from(x.hex, "hex") : x]),
+		);
+		assert.equal(bus.encodeEnvelope(v.kind, fields).toString("hex"), v.hex, JSON.stringify(v).slice(0, 200));
+		const back = bus.decodeEnvelope(Buffer.from(v.hex, "hex"));
+		assert.equal(back.kind, v.kind);
+		for (const [k, x] of Object.entries(fields))
+			if ((x && x.length !== 0) || k === "ok" || k === "payload") assert.deepEqual(back[k], x, `${v.kind}.${k}`);
+	}
+	const u = got.unknownFields;
+	assert.deepEqual(bus.decodeEnvelope(Buffer.from(u.hex, "hex")), { kind: u.kind, app: u.app });
 });
 
 test("local context bus: publish reaches local subscribers; unsubscribe stops it", async () => {

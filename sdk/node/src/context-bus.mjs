@@ -1,18 +1,46 @@
 // SPDX-License-Identifier: Apache-2.0
 // Context bus client (SPEC §2.8, §5): a unix stream socket carrying frames of a 4-byte
-// big-endian length and one protobuf Envelope (proto/context_bus.proto). The handful of
-// messages is encoded by hand, so neither runtime.mjs nor an app bundle needs a
-// protobuf library.
+// big-endian length and one protobuf Envelope. The wire format is sdk/context_bus.proto;
+// WIRE below is its field table, which test/sdk holds against the descriptor protoc
+// compiles from that file. The handful of messages is encoded from the table by hand, so
+// neither runtime.mjs nor an app bundle needs a protobuf library (docs/context-bus.md).
 import net from "node:net";
 
 export const DEFAULT_CONTEXT_BUS_SOCKET = "/tmp/berth-context-bus.sock";
 export const CONNECT_TIMEOUT_MS = 2000;
-/** Frames larger than this are a broken peer; the daemon drops such connections too. */
+/** Frames larger than this are a broken peer; the daemon skips such frames too. */
 export const MAX_FRAME_BYTES = 8 << 20;
+/** After the daemon went away: the first retry, and the longest wait between two. */
+export const RECONNECT_MIN_MS = 100;
+export const RECONNECT_MAX_MS = 5000;
+/** What may wait in the socket's buffer for the daemon to read; past it, publishes drop. */
+export const SEND_BUFFER_MAX = 16 << 20;
+
+/**
+ * sdk/context_bus.proto as a table: the Envelope's oneof members (field number, message)
+ * and each message's fields (field number, proto3 type).
+ */
+export const WIRE = {
+	Envelope: {
+		register: [1, "RegisterRequest"],
+		publish: [2, "PublishRequest"],
+		subscribe: [3, "SubscribeRequest"],
+		unsubscribe: [4, "UnsubscribeRequest"],
+		event: [5, "Event"],
+		ack: [6, "Ack"],
+	},
+	RegisterRequest: { app: [1, "string"] },
+	PublishRequest: { topic: [1, "string"], payload: [2, "bytes"] },
+	SubscribeRequest: { topic: [1, "string"] },
+	UnsubscribeRequest: { topic: [1, "string"] },
+	Event: { topic: [1, "string"], payload: [2, "bytes"] },
+	Ack: { ok: [1, "bool"], error: [2, "string"] },
+};
 
 /** Envelope oneof field numbers. */
-export const KIND = { register: 1, publish: 2, subscribe: 3, unsubscribe: 4, event: 5, ack: 6 };
+export const KIND = Object.fromEntries(Object.entries(WIRE.Envelope).map(([k, [n]]) => [k, n]));
 const KIND_NAME = Object.fromEntries(Object.entries(KIND).map(([k, v]) => [v, k]));
+const DEFAULTS = { string: "", bytes: Buffer.alloc(0), bool: false };
 
 function varint(n) {
 	const out = [];
@@ -29,35 +57,23 @@ function lenField(field, bytes) {
 }
 
 /**
- * Encode one Envelope. Proto3 defaults (empty strings and bytes, false) are omitted.
+ * Encode one Envelope. Proto3 defaults (empty strings and bytes, false) are omitted, and
+ * fields are written in field-number order, as protobuf's own encoders do.
  * @param {keyof typeof KIND} kind
  * @param {{app?: string, topic?: string, payload?: Uint8Array, ok?: boolean, error?: string}} [fields]
  */
 export function encodeEnvelope(kind, fields = {}) {
+	const member = WIRE.Envelope[kind];
+	if (!member) throw new Error(`unknown envelope kind ${kind}`);
 	const parts = [];
-	const str = (n, s) => s && parts.push(lenField(n, Buffer.from(s, "utf8")));
-	const bytes = (n, b) => b && b.length && parts.push(lenField(n, Buffer.from(b)));
-	switch (kind) {
-		case "register":
-			str(1, fields.app);
-			break;
-		case "publish":
-		case "event":
-			str(1, fields.topic);
-			bytes(2, fields.payload);
-			break;
-		case "subscribe":
-		case "unsubscribe":
-			str(1, fields.topic);
-			break;
-		case "ack":
-			if (fields.ok) parts.push(Buffer.from([0x08, 0x01]));
-			str(2, fields.error);
-			break;
-		default:
-			throw new Error(`unknown envelope kind ${kind}`);
+	const table = Object.entries(WIRE[member[1]]).sort((a, b) => a[1][0] - b[1][0]);
+	for (const [name, [num, type]] of table) {
+		const v = fields[name];
+		if (type === "string" && v) parts.push(lenField(num, Buffer.from(String(v), "utf8")));
+		else if (type === "bytes" && v && v.length) parts.push(lenField(num, Buffer.from(v)));
+		else if (type === "bool" && v) parts.push(Buffer.from([num << 3, 0x01]));
 	}
-	return lenField(KIND[kind], Buffer.concat(parts));
+	return lenField(member[0], Buffer.concat(parts));
 }
 
 /** Walk the fields of one protobuf message: yields [field, wireType, value]. */
@@ -94,7 +110,8 @@ function* fields(buf) {
 }
 
 /**
- * Decode one Envelope. Returns null for an envelope with no known kind.
+ * Decode one Envelope. Returns null for an envelope with no known kind; unknown fields
+ * are skipped, as protobuf does.
  * @param {Uint8Array} bytes
  * @returns {{kind: string, app?: string, topic?: string, payload?: Buffer, ok?: boolean, error?: string} | null}
  */
@@ -104,15 +121,20 @@ export function decodeEnvelope(bytes) {
 	for (const [field, wire, value] of fields(buf)) {
 		if (wire !== 2 || !KIND_NAME[field]) continue;
 		const kind = KIND_NAME[field];
+		const table = WIRE[WIRE.Envelope[kind][1]];
+		const byNum = Object.fromEntries(Object.entries(table).map(([name, [num, type]]) => [num, [name, type]]));
 		msg = { kind };
-		if (kind === "publish" || kind === "event") msg.payload = Buffer.alloc(0);
-		if (kind === "ack") msg.ok = false;
+		// The defaults a reader sees for absent fields, where the SDK's callers look (ack.ok,
+		// an event's payload); absent strings stay absent.
+		for (const [name, [, type]] of Object.entries(table))
+			if (type === "bool" || (type === "bytes" && name === "payload")) msg[name] = DEFAULTS[type];
 		for (const [f, w, v] of fields(value)) {
-			if (kind === "register" && f === 1 && w === 2) msg.app = v.toString("utf8");
-			else if (kind !== "ack" && kind !== "register" && f === 1 && w === 2) msg.topic = v.toString("utf8");
-			else if ((kind === "publish" || kind === "event") && f === 2 && w === 2) msg.payload = Buffer.from(v);
-			else if (kind === "ack" && f === 1 && w === 0) msg.ok = v !== 0;
-			else if (kind === "ack" && f === 2 && w === 2) msg.error = v.toString("utf8");
+			const spec = byNum[f];
+			if (!spec) continue;
+			const [name, type] = spec;
+			if (type === "bool" && w === 0) msg[name] = v !== 0;
+			else if (type === "string" && w === 2) msg[name] = v.toString("utf8");
+			else if (type === "bytes" && w === 2) msg[name] = Buffer.from(v);
 		}
 	}
 	return msg;
@@ -178,14 +200,8 @@ export function createLocalContextBus() {
 	};
 }
 
-/**
- * Connect to the context bus daemon. Rejects when the socket cannot be reached within
- * `timeoutMs`.
- * @param {{socketPath?: string, timeoutMs?: number}} [opts]
- */
-export function connectContextBus(opts = {}) {
-	const socketPath = opts.socketPath ?? process.env.BERTH_CONTEXT_BUS_SOCKET ?? DEFAULT_CONTEXT_BUS_SOCKET;
-	const timeoutMs = opts.timeoutMs ?? CONNECT_TIMEOUT_MS;
+/** Open one connection, or reject within `timeoutMs`. */
+function dial(socketPath, timeoutMs) {
 	return new Promise((resolve, reject) => {
 		const sock = net.createConnection({ path: socketPath });
 		const timer = setTimeout(() => {
@@ -199,66 +215,149 @@ export function connectContextBus(opts = {}) {
 		sock.once("connect", () => {
 			clearTimeout(timer);
 			sock.removeAllListeners("error");
-			resolve(socketClient(sock, socketPath));
+			resolve(sock);
 		});
 	});
 }
 
-function socketClient(sock, socketPath) {
+/**
+ * Connect to the context bus daemon. Rejects when the socket cannot be reached within
+ * `timeoutMs` (the runtime then falls back to the in-process bus, SPEC §2.3). Once
+ * connected, a lost connection is dialled again (RECONNECT_MIN_MS doubling up to
+ * RECONNECT_MAX_MS) and the client's register and subscriptions are sent again; what is
+ * published meanwhile is dropped, as the bus promises at most once (docs/context-bus.md).
+ * @param {{socketPath?: string, timeoutMs?: number, reconnect?: boolean}} [opts]
+ */
+export async function connectContextBus(opts = {}) {
+	const socketPath = opts.socketPath ?? process.env.BERTH_CONTEXT_BUS_SOCKET ?? DEFAULT_CONTEXT_BUS_SOCKET;
+	const timeoutMs = opts.timeoutMs ?? CONNECT_TIMEOUT_MS;
+	const sock = await dial(socketPath, timeoutMs);
+	return socketClient(sock, socketPath, { timeoutMs, reconnect: opts.reconnect ?? true });
+}
+
+function socketClient(first, socketPath, { timeoutMs, reconnect }) {
 	/** @type {Map<string, Set<Function>>} */
 	const subs = new Map();
+	let sock = null;
 	let closed = false;
-	let pending = Buffer.alloc(0);
-	// The bus must never keep an app alive on its own.
-	sock.unref();
-	sock.on("error", (err) => {
-		if (!closed) log(`connection to ${socketPath} failed: ${err.message}`);
-	});
-	sock.on("close", () => {
-		if (!closed) log(`connection to ${socketPath} closed; publishes are dropped from now on`);
-		closed = true;
-	});
-	sock.on("data", (chunk) => {
-		pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-		while (pending.length >= 4) {
-			const len = pending.readUInt32BE(0);
-			if (len > MAX_FRAME_BYTES) {
-				log(`frame of ${len} bytes from the daemon is too large; disconnecting`);
-				sock.destroy();
+	let registered = null;
+	let dropped = 0;
+	let delay = RECONNECT_MIN_MS;
+	let timer = null;
+
+	const onFrame = (body) => {
+		let env;
+		try {
+			env = decodeEnvelope(body);
+		} catch (err) {
+			log(`skipping undecodable frame: ${err.message}`);
+			return;
+		}
+		if (!env || env.kind !== "event") return;
+		const set = subs.get(env.topic ?? "");
+		if (!set) return;
+		let payload;
+		try {
+			payload = decodePayload(env.payload);
+		} catch (err) {
+			log(`skipping event on "${env.topic}" whose payload is not JSON: ${err.message}`);
+			return;
+		}
+		for (const h of [...set]) callHandler(h, env.topic, payload);
+	};
+
+	const write = (kind, f) => sock && !sock.destroyed && sock.write(frame(encodeEnvelope(kind, f)));
+
+	const attach = (s) => {
+		let pending = Buffer.alloc(0);
+		sock = s;
+		// The bus must never keep an app alive on its own.
+		s.unref();
+		s.on("error", (err) => {
+			if (!closed) log(`connection to ${socketPath} failed: ${err.message}`);
+		});
+		s.on("close", () => {
+			if (sock !== s) return;
+			sock = null;
+			if (closed) return;
+			if (!reconnect) {
+				closed = true;
+				log(`connection to ${socketPath} closed; publishes are dropped from now on`);
 				return;
 			}
-			if (pending.length < 4 + len) break;
-			const body = pending.subarray(4, 4 + len);
-			pending = pending.subarray(4 + len);
-			let env;
-			try {
-				env = decodeEnvelope(body);
-			} catch (err) {
-				log(`skipping undecodable frame: ${err.message}`);
-				continue;
+			log(`connection to ${socketPath} closed; reconnecting, and publishes are dropped until then`);
+			schedule();
+		});
+		s.on("data", (chunk) => {
+			pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+			while (pending.length >= 4) {
+				const len = pending.readUInt32BE(0);
+				if (len > MAX_FRAME_BYTES) {
+					log(`frame of ${len} bytes from the daemon is too large; disconnecting`);
+					s.destroy();
+					return;
+				}
+				if (pending.length < 4 + len) break;
+				const body = pending.subarray(4, 4 + len);
+				pending = pending.subarray(4 + len);
+				onFrame(body);
 			}
-			if (!env || env.kind !== "event") continue;
-			const set = subs.get(env.topic ?? "");
-			if (!set) continue;
-			let payload;
+		});
+	};
+
+	const schedule = () => {
+		timer = setTimeout(async () => {
+			timer = null;
+			if (closed) return;
 			try {
-				payload = decodePayload(env.payload);
-			} catch (err) {
-				log(`skipping event on "${env.topic}" whose payload is not JSON: ${err.message}`);
-				continue;
+				const s = await dial(socketPath, timeoutMs);
+				if (closed) {
+					s.destroy();
+					return;
+				}
+				attach(s);
+				delay = RECONNECT_MIN_MS;
+				// What the daemon forgot with the old connection (SPEC 5: a disconnect
+				// removes its subscriptions): one register, one subscribe per topic.
+				if (registered !== null) write("register", { app: registered });
+				for (const topic of subs.keys()) write("subscribe", { topic });
+				log(`reconnected to ${socketPath}${dropped ? `; ${dropped} publish(es) were dropped meanwhile` : ""}`);
+				dropped = 0;
+			} catch {
+				delay = Math.min(delay * 2, RECONNECT_MAX_MS);
+				schedule();
 			}
-			for (const h of [...set]) callHandler(h, env.topic, payload);
-		}
-	});
+		}, delay);
+		timer.unref();
+	};
+
+	attach(first);
+	let overflowing = false;
 	const send = (kind, f) => {
-		if (closed || sock.destroyed) return;
-		sock.write(frame(encodeEnvelope(kind, f)));
+		if (closed) return;
+		if (!sock || sock.destroyed) {
+			if (kind === "publish") dropped++;
+			return;
+		}
+		// Node would buffer without end for a daemon that stopped reading: past the cap a
+		// publish is dropped, as the bus itself drops what a subscriber cannot take.
+		if (kind === "publish" && sock.writableLength > SEND_BUFFER_MAX) {
+			if (!overflowing) log(`the daemon is not reading; publishes are dropped until it catches up`);
+			overflowing = true;
+			return;
+		}
+		overflowing = false;
+		write(kind, f);
 	};
 	return {
 		kind: "socket",
 		socketPath,
+		get connected() {
+			return Boolean(sock && !sock.destroyed);
+		},
 		async register(info) {
-			send("register", { app: typeof info === "string" ? info : info?.app ?? "" });
+			registered = typeof info === "string" ? info : info?.app ?? "";
+			send("register", { app: registered });
 		},
 		async publish(topic, payload) {
 			send("publish", { topic, payload: encodePayload(payload) });
@@ -279,7 +378,8 @@ function socketClient(sock, socketPath) {
 		},
 		close() {
 			closed = true;
-			sock.end();
+			if (timer) clearTimeout(timer);
+			if (sock) sock.end();
 		},
 	};
 }

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Context bus client (SPEC §2.8, §5). Frames: a 4-byte big-endian length and one
-protobuf Envelope (context_bus.proto beside this file). The few messages are encoded
-by hand, so the client works with any protobuf version, or none."""
+protobuf Envelope. The wire format is sdk/context_bus.proto; WIRE below is its field
+table, which test/sdk holds against the descriptor protoc compiles from that file. The few
+messages are encoded from the table by hand, so the client works with any protobuf
+version, or none (docs/context-bus.md)."""
 import json
 import os
 import socket
@@ -13,7 +15,32 @@ from typing import Any, Callable, Dict, List, Optional
 DEFAULT_SOCKET = "/tmp/berth-context-bus.sock"
 CONNECT_TIMEOUT_S = 2.0
 MAX_FRAME_BYTES = 8 << 20
-KIND = {"register": 1, "publish": 2, "subscribe": 3, "unsubscribe": 4, "event": 5, "ack": 6}
+# After the daemon went away: the first retry, and the longest wait between two.
+RECONNECT_MIN_S = 0.1
+RECONNECT_MAX_S = 5.0
+# How long a publish may wait for a daemon that stopped reading; then the connection is
+# given up (a frame may be half sent) and dialled again.
+SEND_TIMEOUT_S = 5
+
+# sdk/context_bus.proto as a table: the Envelope's oneof members (field number, message)
+# and each message's fields (field number, proto3 type).
+WIRE = {
+    "Envelope": {
+        "register": (1, "RegisterRequest"),
+        "publish": (2, "PublishRequest"),
+        "subscribe": (3, "SubscribeRequest"),
+        "unsubscribe": (4, "UnsubscribeRequest"),
+        "event": (5, "Event"),
+        "ack": (6, "Ack"),
+    },
+    "RegisterRequest": {"app": (1, "string")},
+    "PublishRequest": {"topic": (1, "string"), "payload": (2, "bytes")},
+    "SubscribeRequest": {"topic": (1, "string")},
+    "UnsubscribeRequest": {"topic": (1, "string")},
+    "Event": {"topic": (1, "string"), "payload": (2, "bytes")},
+    "Ack": {"ok": (1, "bool"), "error": (2, "string")},
+}
+KIND = {k: n for k, (n, _) in WIRE["Envelope"].items()}
 KIND_NAME = {v: k for k, v in KIND.items()}
 
 
@@ -34,28 +61,26 @@ def _len_field(field: int, data: bytes) -> bytes:
     return _varint((field << 3) | 2) + _varint(len(data)) + data
 
 
-def encode_envelope(kind: str, app: str = "", topic: str = "", payload: bytes = b"",
-                    ok: bool = False, error: str = "") -> bytes:
-    parts = []
-    if kind == "register":
-        if app:
-            parts.append(_len_field(1, app.encode()))
-    elif kind in ("publish", "event"):
-        if topic:
-            parts.append(_len_field(1, topic.encode()))
-        if payload:
-            parts.append(_len_field(2, bytes(payload)))
-    elif kind in ("subscribe", "unsubscribe"):
-        if topic:
-            parts.append(_len_field(1, topic.encode()))
-    elif kind == "ack":
-        if ok:
-            parts.append(b"\x08\x01")
-        if error:
-            parts.append(_len_field(2, error.encode()))
-    else:
+def encode_envelope(kind: str, **fields) -> bytes:
+    """One Envelope; proto3 defaults (empty strings and bytes, False) are omitted, and
+    fields are written in field-number order, as protobuf's own encoders do."""
+    if kind not in WIRE["Envelope"]:
         raise ValueError(f"unknown envelope kind {kind}")
-    return _len_field(KIND[kind], b"".join(parts))
+    number, message = WIRE["Envelope"][kind]
+    table = WIRE[message]
+    unknown = set(fields) - set(table)
+    if unknown:
+        raise ValueError(f"{message} has no field {sorted(unknown)[0]!r}")
+    parts = []
+    for name, (num, typ) in sorted(table.items(), key=lambda kv: kv[1][0]):
+        v = fields.get(name)
+        if typ == "string" and v:
+            parts.append(_len_field(num, v.encode()))
+        elif typ == "bytes" and v:
+            parts.append(_len_field(num, bytes(v)))
+        elif typ == "bool" and v:
+            parts.append(bytes([num << 3, 1]))
+    return _len_field(number, b"".join(parts))
 
 
 def _fields(buf: bytes):
@@ -96,27 +121,32 @@ def _fields(buf: bytes):
 
 
 def decode_envelope(buf: bytes) -> Optional[Dict[str, Any]]:
+    """One Envelope as a dict, or None with no known kind; unknown fields are skipped."""
     msg = None
     for field, wire, value in _fields(bytes(buf)):
         if wire != 2 or field not in KIND_NAME:
             continue
         kind = KIND_NAME[field]
+        table = WIRE[WIRE["Envelope"][kind][1]]
+        by_num = {num: (name, typ) for name, (num, typ) in table.items()}
         msg = {"kind": kind}
-        if kind in ("publish", "event"):
-            msg["payload"] = b""
-        if kind == "ack":
-            msg["ok"] = False
+        # The defaults a reader sees for absent fields, where callers look (an ack's ok,
+        # an event's payload); absent strings stay absent.
+        for name, (_, typ) in table.items():
+            if typ == "bool":
+                msg[name] = False
+            elif typ == "bytes" and name == "payload":
+                msg[name] = b""
         for f, w, v in _fields(value):
-            if kind == "register" and f == 1 and w == 2:
-                msg["app"] = v.decode()
-            elif kind not in ("ack", "register") and f == 1 and w == 2:
-                msg["topic"] = v.decode()
-            elif kind in ("publish", "event") and f == 2 and w == 2:
-                msg["payload"] = bytes(v)
-            elif kind == "ack" and f == 1 and w == 0:
-                msg["ok"] = v != 0
-            elif kind == "ack" and f == 2 and w == 2:
-                msg["error"] = v.decode()
+            if f not in by_num:
+                continue
+            name, typ = by_num[f]
+            if typ == "bool" and w == 0:
+                msg[name] = v != 0
+            elif typ == "string" and w == 2:
+                msg[name] = v.decode()
+            elif typ == "bytes" and w == 2:
+                msg[name] = bytes(v)
     return msg
 
 
@@ -201,83 +231,156 @@ def create_local_context_bus() -> LocalContextBus:
 
 class SocketContextBus(ContextBusClient):
     """A connection to the context bus daemon. Sends are fire-and-forget; events are
-    delivered to handlers on a reader thread."""
+    delivered to handlers on a reader thread. A lost connection is dialled again
+    (RECONNECT_MIN_S doubling up to RECONNECT_MAX_S) and the register and subscriptions
+    are sent again; publishes meanwhile are dropped, as the bus promises at most once."""
 
     kind = "socket"
 
-    def __init__(self, sock: socket.socket, path: str):
-        self._sock = sock
+    def __init__(self, sock: socket.socket, path: str, reconnect: bool = True,
+                 timeout: float = CONNECT_TIMEOUT_S):
+        self._sock: Optional[socket.socket] = sock
         self.socket_path = path
+        self._reconnect = reconnect
+        self._timeout = timeout
         self._subs: Dict[str, List[Callable]] = {}
+        self._registered: Optional[str] = None
+        self._dropped = 0
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._closed = False
-        self._reader = threading.Thread(target=self._read_loop, name="berth-context-bus", daemon=True)
+        self._wake = threading.Event()
+        self._reader = threading.Thread(target=self._run, name="berth-context-bus", daemon=True)
         self._reader.start()
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None and not self._closed
+
+    def _write(self, sock: socket.socket, kind: str, **fields) -> bool:
+        data = frame(encode_envelope(kind, **fields))
+        try:
+            with self._send_lock:
+                sock.sendall(data)
+            return True
+        except OSError as e:
+            if not self._closed:
+                _log(f"send to {self.socket_path} failed: {e}")
+            # The reader sees the same connection end and takes it from there.
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return False
 
     def _send(self, kind: str, **fields) -> None:
         if self._closed:
             return
-        data = frame(encode_envelope(kind, **fields))
-        try:
-            with self._send_lock:
-                self._sock.sendall(data)
-        except OSError as e:
-            if not self._closed:
-                _log(f"send to {self.socket_path} failed: {e}")
-            self._closed = True
+        sock = self._sock
+        if sock is None:
+            if kind == "publish":
+                with self._lock:
+                    self._dropped += 1
+            return
+        self._write(sock, kind, **fields)
 
-    def _recv_exact(self, n: int) -> Optional[bytes]:
+    @staticmethod
+    def _recv_exact(sock: socket.socket, n: int) -> Optional[bytes]:
         buf = bytearray()
         while len(buf) < n:
-            chunk = self._sock.recv(n - len(buf))
+            chunk = sock.recv(min(n - len(buf), 1 << 20))
             if not chunk:
                 return None
             buf += chunk
         return bytes(buf)
 
-    def _read_loop(self) -> None:
+    def _dispatch(self, body: bytes) -> None:
+        try:
+            env = decode_envelope(body)
+        except ValueError as e:
+            _log(f"skipping undecodable frame: {e}")
+            return
+        if not env or env["kind"] != "event":
+            return
+        topic = env.get("topic", "")
+        with self._lock:
+            handlers = list(self._subs.get(topic, ()))
+        if not handlers:
+            return
+        try:
+            payload = decode_payload(env["payload"])
+        except ValueError as e:
+            _log(f'skipping event on "{topic}" whose payload is not JSON: {e}')
+            return
+        for h in handlers:
+            _call(h, topic, payload)
+
+    def _read(self, sock: socket.socket) -> None:
         try:
             while True:
-                head = self._recv_exact(4)
+                head = self._recv_exact(sock, 4)
                 if head is None:
-                    break
+                    return
                 (length,) = struct.unpack(">I", head)
                 if length > MAX_FRAME_BYTES:
                     _log(f"frame of {length} bytes from the daemon is too large; disconnecting")
-                    break
-                body = self._recv_exact(length)
+                    return
+                body = self._recv_exact(sock, length)
                 if body is None:
-                    break
-                try:
-                    env = decode_envelope(body)
-                except ValueError as e:
-                    _log(f"skipping undecodable frame: {e}")
-                    continue
-                if not env or env["kind"] != "event":
-                    continue
-                topic = env.get("topic", "")
-                with self._lock:
-                    handlers = list(self._subs.get(topic, ()))
-                if not handlers:
-                    continue
-                try:
-                    payload = decode_payload(env["payload"])
-                except ValueError as e:
-                    _log(f'skipping event on "{topic}" whose payload is not JSON: {e}')
-                    continue
-                for h in handlers:
-                    _call(h, topic, payload)
+                    return
+                self._dispatch(body)
         except OSError:
             pass
-        if not self._closed:
-            _log(f"connection to {self.socket_path} closed; publishes are dropped from now on")
-        self._closed = True
+
+    def _redial(self) -> Optional[socket.socket]:
+        delay = RECONNECT_MIN_S
+        while not self._closed:
+            if self._wake.wait(delay):
+                return None
+            try:
+                return _dial(self.socket_path, self._timeout)
+            except OSError:
+                delay = min(delay * 2, RECONNECT_MAX_S)
+        return None
+
+    def _run(self) -> None:
+        sock = self._sock
+        while sock is not None:
+            self._read(sock)
+            self._sock = None
+            try:
+                sock.close()
+            except OSError:
+                pass
+            if self._closed:
+                return
+            if not self._reconnect:
+                _log(f"connection to {self.socket_path} closed; publishes are dropped from now on")
+                self._closed = True
+                return
+            _log(f"connection to {self.socket_path} closed; reconnecting, and publishes are dropped until then")
+            sock = self._redial()
+            if sock is None:
+                return
+            # What the daemon forgot with the old connection (SPEC 5: a disconnect removes
+            # its subscriptions): one register, one subscribe per topic.
+            with self._lock:
+                topics = list(self._subs)
+                registered = self._registered
+            if registered is not None:
+                self._write(sock, "register", app=registered)
+            for t in topics:
+                self._write(sock, "subscribe", topic=t)
+            self._sock = sock
+            with self._lock:
+                dropped, self._dropped = self._dropped, 0
+            _log(f"reconnected to {self.socket_path}" + (f"; {dropped} publish(es) were dropped meanwhile" if dropped else ""))
 
     def register(self, app: str) -> None:
         if isinstance(app, dict):
             app = app.get("app", "")
-        self._send("register", app=app or "")
+        self._registered = app or ""
+        self._send("register", app=self._registered)
 
     def publish(self, topic: str, payload: Any) -> None:
         self._send("publish", topic=topic, payload=encode_payload(payload))
@@ -305,16 +408,17 @@ class SocketContextBus(ContextBusClient):
 
     def close(self) -> None:
         self._closed = True
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._sock.close()
+        self._wake.set()
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
-def connect_context_bus(path: Optional[str] = None, timeout: float = CONNECT_TIMEOUT_S) -> SocketContextBus:
-    path = path or os.environ.get("BERTH_CONTEXT_BUS_SOCKET") or DEFAULT_SOCKET
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _dial(path: str, timeout: float) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
@@ -322,4 +426,11 @@ def connect_context_bus(path: Optional[str] = None, timeout: float = CONNECT_TIM
         sock.close()
         raise
     sock.settimeout(None)
-    return SocketContextBus(sock, path)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_TIMEOUT_S, 0))
+    return sock
+
+
+def connect_context_bus(path: Optional[str] = None, timeout: float = CONNECT_TIMEOUT_S,
+                        reconnect: bool = True) -> SocketContextBus:
+    path = path or os.environ.get("BERTH_CONTEXT_BUS_SOCKET") or DEFAULT_SOCKET
+    return SocketContextBus(_dial(path, timeout), path, reconnect=reconnect, timeout=timeout)

@@ -11,6 +11,8 @@ packages=(
 	libjansson-dev libyaml-dev libseccomp-dev libcurl4-openssl-dev libssl-dev
 	# the terminal's web view (src/terminal-view)
 	libwebsockets-dev
+	# the /context index (src/semantic-fs): SQLite with FTS5, linked statically
+	libsqlite3-dev
 	# guest artifacts
 	debootstrap erofs-utils busybox-static cpio zstd xz-utils kmod e2fsprogs dpkg-dev
 	# running VMs

@@ -385,7 +385,19 @@ char *sfs_query_match(const char *text)
 
 json_t *sfs_answer_error(json_t *id, const char *error)
 {
-	return json_pack("{s:O, s:b, s:s}", "id", id ?: json_null(), "ok", 0, "error", error);
+	_cleanup_free_ char *text = strdup(error);
+	size_t n;
+
+	if (!text)
+		return NULL;
+	/* A message may quote the peer's bytes (jansson's "near '...'" cuts a character in
+	 * two): what is not UTF-8 text becomes '?', or the answer could not be JSON at all. */
+	n = strlen(text);
+	if (!text_ok(text, n, false))
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] >= 0x7f)
+				text[i] = '?';
+	return json_pack("{s:O, s:b, s:s}", "id", id ?: json_null(), "ok", 0, "error", text);
 }
 
 json_t *sfs_answer_ok(json_t *id)

@@ -293,6 +293,11 @@ def run(env):
     a = read_frame(s)
     tap(a.get("ok") is False and a.get("error", "").startswith("invalid JSON") and a.get("id") is None,
         "bad JSON gets a clear error", a)
+    # jansson's message quotes the bytes near the error, here half a character.
+    s.sendall(frame(b'{"id":"1","op":"taga\\u00\xe2\x80\x94 x"}'))
+    a = read_frame(s)
+    tap(a.get("ok") is False and "invalid JSON" in a.get("error", ""),
+        "bad JSON whose message would cut a character is still answered", a)
     s.sendall(struct.pack(">I", 2 * 1024 * 1024) + b"x" * (2 * 1024 * 1024))
     a = read_frame(s)
     tap("over the cap of 1048576" in a.get("error", ""), "an over-cap frame is refused", a)

@@ -63,6 +63,10 @@ policy)
 	sources="src/shared/boot-disk.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
 	libs="-ljansson -lm"
 	;;
+semantic-fs-request)
+	sources="src/semantic-fs/request.c src/semantic-fs/apps.c src/basic/utf8.c src/basic/fileio.c"
+	libs="-ljansson"
+	;;
 view-checks)
 	sources="src/terminal-view/auth.c src/terminal-view/message.c"
 	;;
@@ -89,7 +93,7 @@ python3 tools/gen-capability-model.py sdk/capability-model.json "$out/capability
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/github-broker -Isrc/berth-vmm -Isrc/berth \
-	-Isrc/berth/mcp -Isrc/terminal-view \
+	-Isrc/berth/mcp -Isrc/terminal-view -Isrc/semantic-fs \
 	-Isrc/capability -I"$out" \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 

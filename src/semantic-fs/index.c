@@ -666,6 +666,7 @@ static int tag_locked(SfsIndex *x, const SfsCaller *caller, const char *path, co
 		      const char *related, json_t **ret, char *err, size_t errlen)
 {
 	_cleanup_close_ int dfd = -EBADF;
+	_cleanup_(row_done) Row row = {};
 	char owner[SFS_IDENTITY_MAX];
 	const char *name = NULL;
 	struct statx stx;
@@ -696,7 +697,9 @@ static int tag_locked(SfsIndex *x, const SfsCaller *caller, const char *path, co
 	k = sync_file(x, dfd, name, path, &stx);
 	if (k < 0)
 		goto io;
-	k = row_get(x, path, &(Row){});
+	k = row_get(x, path, &row);
+	if (k < 0)
+		goto io;
 	if (k == 0) {
 		snprintf(err, errlen, "\"%s\" cannot be indexed: %d files are, the cap", path,
 			 SFS_FILES_MAX);

@@ -326,7 +326,7 @@ def run(env):
     tap(all(not r["path"].startswith(".") for r in a["results"]), "hidden names are not indexed", a)
 
     # Persistence: a stop and a start; a SIGKILL right after an answer; a damaged file.
-    tap(env.stop() == 0, "SIGTERM stops it cleanly")
+    tap(env.stop() == 0, "SIGTERM stops it cleanly", env.log_text()[-4000:])
     tap(env.start(), "it starts again over the same index")
     a = calls(env, {"id": "z", "op": "query", "text": "zebra"})[0]
     tap([(r["path"], r["task"]) for r in a.get("results", [])] == [("plan.md", "quarterly zebra review")],
@@ -337,7 +337,7 @@ def run(env):
     tap(a.get("ok") is True and env.start(), "tagged, then killed with SIGKILL, then started")
     a = calls(env, {"id": "o", "op": "query", "text": "okapi"})[0]
     tap([r["path"] for r in a.get("results", [])] == ["plan.md"], "an answered tag survives SIGKILL", a)
-    env.stop()
+    tap(env.stop() == 0, "SIGTERM stops it cleanly after a recovery", env.log_text()[-4000:])
     db = os.path.join(env.index, "index.sqlite3")
     for suffix in ("-wal", "-shm"):
         if os.path.exists(db + suffix):
@@ -350,6 +350,7 @@ def run(env):
     tap(a.get("results") and a["results"][0]["path"] == "plan.md"
         and a["results"][0]["created_by"] == "filesystem",
         "the rebuilt index answers from the files", a)
+    tap(env.stop() == 0, "SIGTERM stops it cleanly after a rebuild", env.log_text()[-4000:])
 
 
 if __name__ == "__main__":

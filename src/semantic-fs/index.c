@@ -25,7 +25,11 @@ struct SfsIndex {
 	const SfsApps *apps;
 	long long text_total;
 	long long files;
-	long long gen;
+	/* The rows a walk found, so that it can forget the others without writing the
+	 * ones it found: an unchanged tree costs a walk and no write. */
+	long long *seen;
+	size_t n_seen, cap_seen;
+	bool walking;
 	bool said_full;
 };
 
@@ -43,8 +47,7 @@ static const char schema_sql[] =
 	" mode INTEGER NOT NULL, gid INTEGER NOT NULL,"
 	" ino INTEGER NOT NULL, size INTEGER NOT NULL,"
 	" mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,"
-	" text_bytes INTEGER NOT NULL DEFAULT 0,"
-	" seen INTEGER NOT NULL DEFAULT 0);"
+	" text_bytes INTEGER NOT NULL DEFAULT 0);"
 	"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(path, task, related, body,"
 	" tokenize = 'unicode61 remove_diacritics 2');";
 
@@ -180,7 +183,6 @@ int sfs_index_open(const char *dir, int context_fd, const SfsApps *apps, SfsInde
 	x->apps = apps;
 	x->text_total = query_int(x, "SELECT COALESCE(SUM(text_bytes), 0) FROM files");
 	x->files = query_int(x, "SELECT COUNT(*) FROM files");
-	x->gen = query_int(x, "SELECT COALESCE(MAX(seen), 0) FROM files");
 	*ret = TAKE_PTR(x);
 	return 0;
 }
@@ -190,6 +192,7 @@ void sfs_index_close(SfsIndex *x)
 	if (!x)
 		return;
 	sqlite3_close_v2(x->db);
+	free(x->seen);
 	free(x);
 }
 
@@ -345,13 +348,19 @@ static int row_get(SfsIndex *x, const char *path, Row *ret)
 
 static int mark_seen(SfsIndex *x, long long id)
 {
-	_cleanup_stmt_ sqlite3_stmt *s = NULL;
+	if (!x->walking)
+		return 0;
+	if (x->n_seen == x->cap_seen) {
+		size_t cap = MAX(x->cap_seen * 2, (size_t)256);
+		long long *v = reallocarray(x->seen, cap, sizeof(*v));
 
-	if (prepare(x, "UPDATE files SET seen = ?1 WHERE id = ?2", &s) < 0)
-		return -EIO;
-	sqlite3_bind_int64(s, 1, x->gen);
-	sqlite3_bind_int64(s, 2, id);
-	return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+		if (!v)
+			return -ENOMEM;
+		x->seen = v;
+		x->cap_seen = cap;
+	}
+	x->seen[x->n_seen++] = id;
+	return 0;
 }
 
 /*
@@ -388,8 +397,14 @@ static int sync_file(SfsIndex *x, int dfd, const char *name, const char *path,
 	}
 	room = (size_t)MAX(0LL, SFS_TEXT_TOTAL_MAX - (x->text_total - row.text_bytes));
 	k = read_text(dfd, name, stx, MIN(room, (size_t)SFS_FILE_TEXT_MAX), &text, &text_len);
-	if (k < 0 && k != -EACCES && k != -EPERM)
-		return k == -ENOENT || k == -ESTALE || k == -ELOOP ? 0 : k;
+	/* Replaced or removed since the walk saw it (a durable write renames a new inode over
+	 * it): left as it was, tags and all, for the next walk to see. */
+	if (k == -ENOENT || k == -ESTALE || k == -ELOOP)
+		return have ? mark_seen(x, row.id) : 0;
+	if (k == -ENOMEM)
+		return k;
+	/* Any other failure to read (EACCES: not readable by this daemon) leaves the name
+	 * and the tags searchable, without the text. */
 	sfs_apps_identity(x->apps, stx->stx_uid, owner);
 	same_owner = have && row.owner == stx->stx_uid;
 	/* First seen: the file's birth if the filesystem keeps it. */
@@ -399,12 +414,12 @@ static int sync_file(SfsIndex *x, int dfd, const char *name, const char *path,
 	if (prepare(x,
 		    have ? "UPDATE files SET owner_uid = ?2, created_by = ?3, created_at = ?4,"
 			   " updated_at = ?5, mode = ?6, gid = ?7, ino = ?8, size = ?9,"
-			   " mtime_ns = ?10, ctime_ns = ?11, text_bytes = ?12, seen = ?13,"
+			   " mtime_ns = ?10, ctime_ns = ?11, text_bytes = ?12,"
 			   " task = ?14, related = ?15, tagged_by = CASE WHEN ?16 THEN tagged_by END"
 			   " WHERE path = ?1"
 			 : "INSERT INTO files(path, owner_uid, created_by, created_at, updated_at,"
-			   " mode, gid, ino, size, mtime_ns, ctime_ns, text_bytes, seen, task, related)"
-			   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+			   " mode, gid, ino, size, mtime_ns, ctime_ns, text_bytes, task, related)"
+			   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14, ?15)",
 		    &s) < 0)
 		return -EIO;
 	sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
@@ -419,7 +434,6 @@ static int sync_file(SfsIndex *x, int dfd, const char *name, const char *path,
 	sqlite3_bind_int64(s, 10, ts_ns(stx->stx_mtime));
 	sqlite3_bind_int64(s, 11, ts_ns(stx->stx_ctime));
 	sqlite3_bind_int64(s, 12, (long long)text_len);
-	sqlite3_bind_int64(s, 13, x->gen);
 	/* Another owner means another file: the old one's tags are not the new one's. */
 	sqlite3_bind_text(s, 14, same_owner ? row.task : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 15, same_owner ? row.related : "[]", -1, SQLITE_STATIC);
@@ -432,6 +446,9 @@ static int sync_file(SfsIndex *x, int dfd, const char *name, const char *path,
 		x->files++;
 	}
 	x->text_total += (long long)text_len - row.text_bytes;
+	k = mark_seen(x, row.id);
+	if (k < 0)
+		return k;
 	k = fts_put(x, row.id, path, same_owner ? row.task : "", same_owner ? row.related : "[]",
 		    text, text_len);
 	return k < 0 ? k : 1;
@@ -507,19 +524,42 @@ static int walk(SfsIndex *x, int dfd, const char *prefix, unsigned depth, SfsSyn
 	return r;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int remove_unseen(SfsIndex *x, unsigned *ret)
 {
-	_cleanup_stmt_ sqlite3_stmt *a = NULL, *b = NULL;
+	_cleanup_stmt_ sqlite3_stmt *all = NULL, *a = NULL, *b = NULL;
+	unsigned removed = 0;
+	int k;
 
-	if (prepare(x, "DELETE FROM fts WHERE rowid IN (SELECT id FROM files WHERE seen != ?1)",
-		    &a) < 0 ||
-	    prepare(x, "DELETE FROM files WHERE seen != ?1", &b) < 0)
+	if (x->n_seen > 0)
+		qsort(x->seen, x->n_seen, sizeof(*x->seen), cmp_id);
+	if (prepare(x, "SELECT id FROM files", &all) < 0 ||
+	    prepare(x, "DELETE FROM fts WHERE rowid = ?1", &a) < 0 ||
+	    prepare(x, "DELETE FROM files WHERE id = ?1", &b) < 0)
 		return -EIO;
-	sqlite3_bind_int64(a, 1, x->gen);
-	sqlite3_bind_int64(b, 1, x->gen);
-	if (sqlite3_step(a) != SQLITE_DONE || sqlite3_step(b) != SQLITE_DONE)
+	/* Deleting the row the SELECT stands on is allowed in SQLite (the cursor moves on). */
+	while ((k = sqlite3_step(all)) == SQLITE_ROW) {
+		long long id = sqlite3_column_int64(all, 0);
+
+		if (x->n_seen > 0 && bsearch(&id, x->seen, x->n_seen, sizeof(*x->seen), cmp_id))
+			continue;
+		sqlite3_bind_int64(a, 1, id);
+		sqlite3_bind_int64(b, 1, id);
+		if (sqlite3_step(a) != SQLITE_DONE || sqlite3_step(b) != SQLITE_DONE)
+			return -EIO;
+		sqlite3_reset(a);
+		sqlite3_reset(b);
+		removed++;
+	}
+	if (k != SQLITE_DONE)
 		return -EIO;
-	*ret = (unsigned)sqlite3_changes(x->db);
+	*ret = removed;
 	return 0;
 }
 
@@ -536,15 +576,16 @@ int sfs_index_sync(SfsIndex *x, SfsSyncStats *ret)
 
 	if (exec(x->db, "BEGIN IMMEDIATE") < 0)
 		return -EIO;
-	x->gen++;
+	x->n_seen = 0;
+	x->walking = true;
 	r = walk(x, x->context_fd, "", 0, &st);
+	x->walking = false;
 	if (r >= 0)
 		r = remove_unseen(x, &st.removed);
 	if (r >= 0 && st.removed > 0)
 		x->files -= st.removed;
 	if (r < 0 || exec(x->db, "COMMIT") < 0) {
 		(void)exec(x->db, "ROLLBACK");
-		x->gen--;
 		recount(x);
 		return r < 0 ? r : -EIO;
 	}

@@ -40,6 +40,8 @@
 #define APPS_DEFAULT "/run/berth/semantic-fs-config/apps.json"
 #define SHARED_GID_DEFAULT 9999
 #define CONNS_MAX 64
+/* So that one app holding connections open cannot keep the others out. */
+#define CONNS_PER_UID_MAX 16
 /* One answer; a query's (SFS_LIMIT_MAX entries within the request caps) fits many times. */
 #define ANSWER_MAX (4 * 1024 * 1024)
 
@@ -323,6 +325,15 @@ static void peer_identity(Server *s, Conn *c)
 	sfs_apps_identity(&s->apps, cred.uid, c->caller.name);
 }
 
+static unsigned conns_of(const Server *s, uid_t uid)
+{
+	unsigned n = 0;
+
+	for (const Conn *c = s->conns; c; c = c->next)
+		n += c->caller.uid == uid;
+	return n;
+}
+
 static int on_accept(EvSource *src, int fd, uint32_t revents, void *userdata)
 {
 	Server *s = userdata;
@@ -351,6 +362,12 @@ static int on_accept(EvSource *src, int fd, uint32_t revents, void *userdata)
 	s->conns = c;
 	s->n_conns++;
 	peer_identity(s, c);
+	if (conns_of(s, c->caller.uid) > CONNS_PER_UID_MAX) {
+		say("WARNING: \"%s\" has %d connections open, the cap: refusing one",
+		    c->caller.name, CONNS_PER_UID_MAX);
+		conn_free(c);
+		return 0;
+	}
 	say("conn %lu from uid %u pid %d is \"%s\"", c->n, (unsigned)c->caller.uid, (int)c->pid,
 	    c->caller.name);
 	return 0;

@@ -317,6 +317,24 @@ def run(env):
     a = calls(env, {"id": "alive", "op": "query", "text": "milk"})[0]
     tap(a.get("ok") is True and env.proc.poll() is None, "a 4 GiB length and a hang-up leave the daemon up", a)
 
+    hogs = []
+    for _ in range(20):
+        x = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        x.connect(env.sock)
+        hogs.append(x)
+    answered = 0
+    for x in hogs:
+        try:
+            x.sendall(frame({"id": "h", "op": "query", "text": "milk"}))
+            answered += read_frame(x, 5).get("ok") is True
+        except (OSError, EOFError):
+            pass
+    others = as_uid(NOTES, lambda: calls(env, {"id": "n", "op": "query", "text": "milk"})[0])
+    for x in hogs:
+        x.close()
+    tap(answered == 16 and others.get("ok") is True,
+        "one uid gets 16 connections at a time, and others still get theirs", (answered, others))
+
     for i in range(60):
         write(env, f"many/f{i:02d}.txt", f"common word number {i}\n")
     a = calls(env, {"id": "m", "op": "query", "text": "common", "limit": 1000})[0]

@@ -30,6 +30,8 @@ struct SfsIndex {
 	long long *seen;
 	size_t n_seen, cap_seen;
 	bool walking;
+	/* The walk did not see the whole tree: what it did not see is kept, not forgotten. */
+	bool partial;
 	bool said_full;
 };
 
@@ -497,6 +499,14 @@ static int walk(SfsIndex *x, int dfd, const char *prefix, unsigned depth, SfsSyn
 
 		if (!name_indexable(de->d_name))
 			continue;
+		if (++st->entries > SFS_WALK_ENTRIES_MAX) {
+			if (st->entries == SFS_WALK_ENTRIES_MAX + 1)
+				fprintf(stderr,
+					"[semantic-fs] WARNING: the walk stopped at %d entries, the cap\n",
+					SFS_WALK_ENTRIES_MAX);
+			x->partial = true;
+			break;
+		}
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "",
 				     de->d_name) >= sizeof(path))
 			continue;
@@ -506,9 +516,13 @@ static int walk(SfsIndex *x, int dfd, const char *prefix, unsigned depth, SfsSyn
 			_cleanup_close_ int sub = openat(
 				dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-			/* A directory this daemon may not read is one it cannot index. */
+			/* A directory this daemon may not read is one it cannot index; one it
+			 * could not open for another reason (out of fds) is only not seen now. */
 			if (sub >= 0)
 				r = walk(x, sub, path, depth + 1, st);
+			else if (errno != EACCES && errno != ENOENT && errno != ENOTDIR &&
+				 errno != ELOOP)
+				x->partial = true;
 		} else if (S_ISREG(stx.stx_mode)) {
 			st->files++;
 			k = sync_file(x, dfd, de->d_name, path, &stx);
@@ -578,9 +592,10 @@ int sfs_index_sync(SfsIndex *x, SfsSyncStats *ret)
 		return -EIO;
 	x->n_seen = 0;
 	x->walking = true;
+	x->partial = false;
 	r = walk(x, x->context_fd, "", 0, &st);
 	x->walking = false;
-	if (r >= 0)
+	if (r >= 0 && !x->partial)
 		r = remove_unseen(x, &st.removed);
 	if (r >= 0 && st.removed > 0)
 		x->files -= st.removed;

@@ -28,6 +28,9 @@
 
 /* Files indexed; more are left out of the index (and said so once per sync). */
 #define SFS_FILES_MAX 10000
+/* Directory entries one walk looks at (files, directories, anything): a tree of empty
+ * directories costs a walk no more than this. */
+#define SFS_WALK_ENTRIES_MAX 100000
 /* Text read from one file; the rest of a longer file is not indexed. */
 #define SFS_FILE_TEXT_MAX (256 * 1024)
 /* Text indexed over all files; past it files are indexed by name and tags only. */
@@ -51,7 +54,7 @@ typedef struct SfsCaller {
 } SfsCaller;
 
 typedef struct SfsSyncStats {
-	unsigned files, updated, removed, skipped;
+	unsigned files, updated, removed, skipped, entries;
 } SfsSyncStats;
 
 /*

@@ -646,13 +646,18 @@ static json_t *entry_json(sqlite3_stmt *s, bool with_score)
 {
 	_cleanup_(json_decrefp) json_t *related =
 		json_loads((const char *)sqlite3_column_text(s, 3) ?: "[]", 0, NULL);
-	json_t *e = json_pack("{s:s, s:s, s:s, s:O, s:I, s:I, s:s}", "path",
-			      (const char *)sqlite3_column_text(s, 0) ?: "", "created_by",
-			      (const char *)sqlite3_column_text(s, 1) ?: "", "task",
-			      (const char *)sqlite3_column_text(s, 2) ?: "", "related_apps",
-			      related ?: json_array(), "created_at",
-			      (json_int_t)sqlite3_column_int64(s, 4), "updated_at",
-			      (json_int_t)sqlite3_column_int64(s, 5), "ranking", "keyword");
+	json_t *e;
+
+	if (!json_is_array(related)) {
+		json_decref(related);
+		related = json_array();
+	}
+	e = json_pack("{s:s, s:s, s:s, s:O, s:I, s:I, s:s}", "path",
+		      (const char *)sqlite3_column_text(s, 0) ?: "", "created_by",
+		      (const char *)sqlite3_column_text(s, 1) ?: "", "task",
+		      (const char *)sqlite3_column_text(s, 2) ?: "", "related_apps", related,
+		      "created_at", (json_int_t)sqlite3_column_int64(s, 4), "updated_at",
+		      (json_int_t)sqlite3_column_int64(s, 5), "ranking", "keyword");
 
 	/* bm25 is lower for a better match; the answer says higher is better. */
 	if (e && with_score)

@@ -13,6 +13,8 @@ packages=(
 	libwebsockets-dev
 	# the context bus (src/context-bus): protoc-c makes its C code from sdk/context_bus.proto
 	protobuf-c-compiler libprotobuf-c-dev
+	# the /context index (src/semantic-fs): SQLite with FTS5, linked statically
+	libsqlite3-dev
 	# guest artifacts
 	debootstrap erofs-utils busybox-static cpio zstd xz-utils kmod e2fsprogs dpkg-dev
 	# running VMs

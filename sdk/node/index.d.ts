@@ -51,11 +51,16 @@ export interface SemanticFsQueryResult {
 	relatedApps?: string[];
 	createdAt: number;
 	updatedAt: number;
+	/** How the results were ranked: "keyword" (SQLite FTS5 bm25) is the only ranking today. */
+	ranking: "keyword";
+	/** Higher is a better match (bm25, negated); absent from the in-process stand-in. */
+	score?: number;
 }
 
 export interface SemanticFsClient {
-	register(info: { app: string }): Promise<void>;
-	tag(path: string, meta: { task?: string; relatedApps?: string[] }): Promise<void>;
+	/** Resolves to the name the daemon knows this app by (the kernel's word). */
+	register(info: { app: string }): Promise<string | void>;
+	tag(path: string, meta: { task?: string; relatedApps?: string[] }): Promise<SemanticFsQueryResult | void>;
 	query(text: string, limit?: number): Promise<SemanticFsQueryResult[]>;
 }
 

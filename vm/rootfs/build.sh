@@ -22,7 +22,8 @@ t1=$(now_ms)
 
 guest_bins=("$build/src/berth-init/berth-init" "$build/src/agent-init/agent-init"
 	"$build/src/egress-broker/egress-broker" "$build/src/github-broker/github-api-broker"
-	"$build/src/terminal-view/terminal-view" "$build/src/context-bus/context-bus")
+	"$build/src/terminal-view/terminal-view" "$build/src/context-bus/context-bus"
+	"$build/src/semantic-fs/semantic-fs")
 # The SDK sources are inputs of the image too.
 for b in "${guest_bins[@]}"; do
 	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
@@ -34,7 +35,7 @@ tree="$work/tree"
 cp -a "$stage" "$tree"
 # What this source tree adds to the Debian stage (the tree record's "# source:" paths).
 source_paths=(/sbin/berth-init /usr/sbin/agent-init /usr/sbin/egress-broker
-	/usr/sbin/github-api-broker /usr/sbin/context-bus /usr/libexec/berth /usr/share/berth
+	/usr/sbin/github-api-broker /usr/sbin/context-bus /usr/sbin/semantic-fs /usr/libexec/berth /usr/share/berth
 	/usr/lib/python3/dist-packages/berth_sdk /workspace /context /state /app)
 install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
 install -m 0755 -s "$build/src/agent-init/agent-init" "$tree/usr/sbin/agent-init"
@@ -42,6 +43,8 @@ install -m 0755 -s "$build/src/egress-broker/egress-broker" "$tree/usr/sbin/egre
 install -m 0755 -s "$build/src/github-broker/github-api-broker" "$tree/usr/sbin/github-api-broker"
 # The context bus between apps (docs/context-bus.md), static like the brokers.
 install -m 0755 -s "$build/src/context-bus/context-bus" "$tree/usr/sbin/context-bus"
+# The /context index (docs/context.md), static too (SQLite with FTS5 inside).
+install -m 0755 -s "$build/src/semantic-fs/semantic-fs" "$tree/usr/sbin/semantic-fs"
 # The GitHub broker verifies api.github.com against the image's roots (ca-certificates).
 [ -s "$tree/etc/ssl/certs/ca-certificates.crt" ] ||
 	die "the stage has no /etc/ssl/certs/ca-certificates.crt: the GitHub broker needs the ca-certificates roots"
@@ -113,7 +116,7 @@ m = {
     "rootfs": {"file": "rootfs.erofs", "sha256": "$sha", "size": $(size_of "$out/rootfs.erofs")},
     # The brokers and services the image ships: the CLI refuses, before boot, an app that
     # needs one the pinned image lacks (tools/gen-pins.py, src/shared/vm-support.c).
-    "daemons": ["egress-broker", "github-api-broker", "terminal-view", "context-bus"],
+    "daemons": ["egress-broker", "github-api-broker", "terminal-view", "context-bus", "semantic-fs"],
 }
 with open(sys.argv[1], "w") as f:
     json.dump(m, f, indent=2, sort_keys=True)

@@ -50,13 +50,21 @@ async function connectBus(env) {
 	}
 }
 
-async function connectSfs(env) {
+async function connectSfs(env, appName) {
 	const socketPath = env.BERTH_SEMANTIC_FS_SOCKET || "/tmp/berth-semantic-fs.sock";
 	const inSandbox = Boolean(env.BERTH_BOOT_ID);
 	if (env.BERTH_NO_SEMANTIC_FS === "1")
 		return inSandbox ? createUnavailableSemanticFs("this sandbox runs no semantic-fs daemon") : createLocalSemanticFs();
 	try {
-		return await connectSemanticFs({ socketPath });
+		const sfs = await connectSemanticFs({ socketPath });
+		// The daemon answers with the name the kernel gives this process; a different one
+		// would mean the app is not who its manifest says, which the daemon logs too.
+		const known = await sfs.register({ app: appName }).catch((err) => {
+			logRuntime(`semantic-fs register failed (${err.message})`);
+			return undefined;
+		});
+		logRuntime(`semantic-fs connected at ${socketPath}${known ? ` as "${known}"` : ""}`);
+		return sfs;
 	} catch (err) {
 		if (inSandbox) {
 			logRuntime(`semantic-fs unavailable at ${socketPath} (${err.message}); /context tagging and queries will fail`);
@@ -186,7 +194,7 @@ export async function main(env = process.env) {
 		if (mismatch) throw new StartupError(mismatch);
 
 		const contextBus = await connectBus(env);
-		const semanticFs = await connectSfs(env);
+		const semanticFs = await connectSfs(env, manifest.name);
 		const ctx = { contextBus, semanticFs, manifest };
 		for (const hook of registry.installHooks) await hook();
 		for (const hook of registry.readyHooks) await hook(ctx);

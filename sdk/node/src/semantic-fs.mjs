@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Semantic-fs control client (SPEC §2.9): frames of a 4-byte big-endian length and
 // UTF-8 JSON, request {"id","op",...} → response {"id","ok","error"?,"results"?}.
+// The daemon is src/semantic-fs (docs/context.md): it decides who the caller is by
+// SO_PEERCRED, so register's `app` is a courtesy it logs, never an identity.
 import net from "node:net";
 
 export const DEFAULT_SEMANTIC_FS_SOCKET = "/tmp/berth-semantic-fs.sock";
 const CALL_TIMEOUT_MS = 5000;
 const MAX_FRAME_BYTES = 8 << 20;
+// The daemon refuses a request over 1 MiB; refused here first, without sending it.
+const MAX_REQUEST_BYTES = 1 << 20;
 
 function toResult(r) {
 	return {
@@ -15,6 +19,8 @@ function toResult(r) {
 		relatedApps: r.related_apps ?? r.relatedApps ?? [],
 		createdAt: r.created_at ?? r.createdAt,
 		updatedAt: r.updated_at ?? r.updatedAt,
+		ranking: r.ranking ?? "keyword",
+		...(typeof r.score === "number" ? { score: r.score } : {}),
 	};
 }
 
@@ -41,6 +47,7 @@ export function createLocalSemanticFs() {
 				relatedApps: meta.relatedApps ?? prev?.relatedApps ?? [],
 				createdAt: prev?.createdAt ?? now,
 				updatedAt: now,
+				ranking: "keyword",
 			});
 		},
 		async query(text, limit) {
@@ -71,13 +78,8 @@ export function createUnavailableSemanticFs(reason) {
 	return { kind: "unavailable", register: fail, tag: fail, query: fail, close() {} };
 }
 
-/**
- * Connect to the semantic-fs daemon's control socket.
- * @param {{socketPath?: string, timeoutMs?: number}} [opts]
- */
-export function connectSemanticFs(opts = {}) {
-	const socketPath = opts.socketPath ?? process.env.BERTH_SEMANTIC_FS_SOCKET ?? DEFAULT_SEMANTIC_FS_SOCKET;
-	const timeoutMs = opts.timeoutMs ?? 2000;
+/** Open one connection to @socketPath within @timeoutMs. */
+function openSocket(socketPath, timeoutMs) {
 	return new Promise((resolve, reject) => {
 		const sock = net.createConnection({ path: socketPath });
 		const timer = setTimeout(() => {
@@ -91,55 +93,85 @@ export function connectSemanticFs(opts = {}) {
 		sock.once("connect", () => {
 			clearTimeout(timer);
 			sock.removeAllListeners("error");
-			resolve(socketClient(sock, socketPath));
+			resolve(sock);
 		});
 	});
 }
 
-function socketClient(sock, socketPath) {
+/**
+ * Connect to the semantic-fs daemon's control socket. A connection that breaks later (the
+ * daemon restarted) is opened again on the next call; the calls that were waiting fail.
+ * @param {{socketPath?: string, timeoutMs?: number}} [opts]
+ */
+export async function connectSemanticFs(opts = {}) {
+	const socketPath = opts.socketPath ?? process.env.BERTH_SEMANTIC_FS_SOCKET ?? DEFAULT_SEMANTIC_FS_SOCKET;
+	const timeoutMs = opts.timeoutMs ?? 2000;
+	const sock = await openSocket(socketPath, timeoutMs);
+	return socketClient(sock, socketPath, timeoutMs);
+}
+
+function socketClient(firstSock, socketPath, timeoutMs) {
 	const waiting = new Map();
 	let seq = 0;
-	let pending = Buffer.alloc(0);
-	let broken = null;
-	sock.unref();
+	let conn = null;
+	let closed = false;
 	const failAll = (err) => {
-		broken = err;
 		for (const w of waiting.values()) w.reject(err);
 		waiting.clear();
 	};
-	sock.on("error", (err) => failAll(new Error(`semantic-fs connection failed: ${err.message}`)));
-	sock.on("close", () => failAll(new Error("semantic-fs connection closed")));
-	sock.on("data", (chunk) => {
-		pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-		while (pending.length >= 4) {
-			const len = pending.readUInt32BE(0);
-			if (len > MAX_FRAME_BYTES) {
-				sock.destroy();
-				return;
+	const attach = (sock) => {
+		const c = { sock, pending: Buffer.alloc(0), broken: null };
+		sock.unref();
+		const broke = (err) => {
+			if (c.broken) return;
+			c.broken = err;
+			if (conn === c) conn = null;
+			failAll(err);
+		};
+		sock.on("error", (err) => broke(new Error(`semantic-fs connection failed: ${err.message}`)));
+		sock.on("close", () => broke(new Error("semantic-fs connection closed")));
+		sock.on("data", (chunk) => {
+			c.pending = c.pending.length ? Buffer.concat([c.pending, chunk]) : chunk;
+			while (c.pending.length >= 4) {
+				const len = c.pending.readUInt32BE(0);
+				if (len > MAX_FRAME_BYTES) {
+					sock.destroy();
+					return;
+				}
+				if (c.pending.length < 4 + len) break;
+				const body = c.pending.subarray(4, 4 + len).toString("utf8");
+				c.pending = c.pending.subarray(4 + len);
+				let msg;
+				try {
+					msg = JSON.parse(body);
+				} catch {
+					continue;
+				}
+				const w = waiting.get(msg?.id);
+				if (!w) continue;
+				waiting.delete(msg.id);
+				if (msg.ok) w.resolve(msg);
+				else w.reject(new Error(msg.error || "semantic-fs request failed"));
 			}
-			if (pending.length < 4 + len) break;
-			const body = pending.subarray(4, 4 + len).toString("utf8");
-			pending = pending.subarray(4 + len);
-			let msg;
-			try {
-				msg = JSON.parse(body);
-			} catch {
-				continue;
-			}
-			const w = waiting.get(msg?.id);
-			if (!w) continue;
-			waiting.delete(msg.id);
-			if (msg.ok) w.resolve(msg);
-			else w.reject(new Error(msg.error || "semantic-fs request failed"));
-		}
-	});
-	const call = (op, fields) =>
-		new Promise((resolve, reject) => {
-			if (broken) return reject(broken);
-			const id = `sfs-${process.pid}-${++seq}`;
-			const body = Buffer.from(JSON.stringify({ id, op, ...fields }), "utf8");
-			const head = Buffer.alloc(4);
-			head.writeUInt32BE(body.length, 0);
+		});
+		conn = c;
+		return c;
+	};
+	attach(firstSock);
+	const connection = async () => {
+		if (closed) throw new Error("semantic-fs client closed");
+		if (conn) return conn;
+		return attach(await openSocket(socketPath, timeoutMs));
+	};
+	const call = async (op, fields) => {
+		const c = await connection();
+		const id = `sfs-${process.pid}-${++seq}`;
+		const body = Buffer.from(JSON.stringify({ id, op, ...fields }), "utf8");
+		if (body.length > MAX_REQUEST_BYTES)
+			throw new Error(`semantic-fs ${op} request is ${body.length} bytes, over the ${MAX_REQUEST_BYTES}-byte cap`);
+		const head = Buffer.alloc(4);
+		head.writeUInt32BE(body.length, 0);
+		return new Promise((resolve, reject) => {
 			const timer = setTimeout(() => {
 				waiting.delete(id);
 				reject(new Error(`semantic-fs ${op} timed out after ${CALL_TIMEOUT_MS} ms`));
@@ -148,19 +180,25 @@ function socketClient(sock, socketPath) {
 				resolve: (v) => (clearTimeout(timer), resolve(v)),
 				reject: (e) => (clearTimeout(timer), reject(e)),
 			});
-			sock.write(Buffer.concat([head, body]));
+			c.sock.write(Buffer.concat([head, body]));
 		});
+	};
 	return {
 		kind: "socket",
 		socketPath,
+		/** Returns the name the daemon knows this app by (the kernel's word, not `info.app`). */
 		async register(info) {
-			await call("register", { pid: process.pid, app: info?.app ?? "" });
+			const res = await call("register", { pid: process.pid, app: info?.app ?? "" });
+			return res.app;
 		},
 		async tag(path, meta = {}) {
-			const f = { path, task: meta.task ?? "", related_apps: meta.relatedApps ?? [] };
+			const f = { path };
+			if (meta.task !== undefined) f.task = meta.task;
+			if (meta.relatedApps !== undefined) f.related_apps = meta.relatedApps;
 			if (meta.embedding) f.embedding = meta.embedding;
 			if (meta.model) f.model = meta.model;
-			await call("tag", f);
+			const res = await call("tag", f);
+			return res.file ? toResult(res.file) : undefined;
 		},
 		async query(text, limit, extra = {}) {
 			const f = { text };
@@ -171,7 +209,9 @@ function socketClient(sock, socketPath) {
 			return (res.results ?? []).map(toResult);
 		},
 		close() {
-			sock.end();
+			closed = true;
+			conn?.sock.end();
+			conn = null;
 		},
 	};
 }

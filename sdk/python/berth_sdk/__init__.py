@@ -15,12 +15,17 @@ from .capability import matches_capability, request_capability
 from .context_bus import ContextBusClient, LocalContextBus, create_local_context_bus
 from .durable import write_file_durable
 from .egress import configure_egress_proxy, github_proxies
+from .semantic_fs import LocalSemanticFs, SemanticFsClient, SemanticFsError, connect_semantic_fs
 
 __all__ = [
     "AppContext",
     "BerthApp",
     "ContextBusClient",
     "LocalContextBus",
+    "LocalSemanticFs",
+    "SemanticFsClient",
+    "SemanticFsError",
+    "connect_semantic_fs",
     "configure_egress_proxy",
     "github_proxies",
     "create_local_context_bus",

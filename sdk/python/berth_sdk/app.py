@@ -30,9 +30,11 @@ def _accepts_argument(fn: Callable) -> bool:
 class AppContext:
     """What on_agent_ready hooks receive."""
 
-    def __init__(self, manifest, context_bus):
+    def __init__(self, manifest, context_bus, semantic_fs=None):
         self.manifest = manifest
         self.context_bus = context_bus
+        # The semantic-fs client (berth_sdk.semantic_fs): tag and query /context.
+        self.semantic_fs = semantic_fs
 
 
 class BerthApp:

@@ -2,7 +2,8 @@
 """The Python app runtime: ``python3 -m berth_sdk.runtime`` (cwd = the app directory).
 
 Order (SPEC §2.3): manifest → app entry → exports check → on_install hooks → context
-bus → on_agent_ready hooks → RPC servers → the ready line; stdio serving blocks last."""
+bus → semantic-fs → on_agent_ready hooks → RPC servers → the ready line; stdio serving
+blocks last."""
 import importlib.util
 import io
 import os
@@ -15,6 +16,8 @@ from . import rpc
 from .app import AppContext, BerthApp
 from .context_bus import DEFAULT_SOCKET, LocalContextBus, connect_context_bus
 from .manifest import ManifestError, load_manifest
+from .semantic_fs import DEFAULT_SOCKET as DEFAULT_SFS_SOCKET
+from .semantic_fs import LocalSemanticFs, UnavailableSemanticFs, connect_semantic_fs
 
 log = rpc.log
 
@@ -61,6 +64,29 @@ def connect_bus(env):
         return LocalContextBus()
 
 
+def connect_sfs(env, app_name):
+    """The daemon's client; inside a sandbox (BERTH_BOOT_ID set) one that fails every call
+    when the daemon is absent or unreachable, outside an in-process stand-in."""
+    path = env.get("BERTH_SEMANTIC_FS_SOCKET") or DEFAULT_SFS_SOCKET
+    in_sandbox = bool(env.get("BERTH_BOOT_ID"))
+    if env.get("BERTH_NO_SEMANTIC_FS") == "1":
+        return UnavailableSemanticFs("this sandbox runs no semantic-fs daemon") if in_sandbox else LocalSemanticFs()
+    try:
+        sfs = connect_semantic_fs(path)
+    except OSError as e:
+        if in_sandbox:
+            log(f"semantic-fs unavailable at {path} ({e}); /context tagging and queries will fail")
+            return UnavailableSemanticFs(f"cannot reach {path}: {e}")
+        return LocalSemanticFs()
+    try:
+        known = sfs.register(app_name)
+    except Exception as e:  # noqa: BLE001 - a failed register is logged, the client kept
+        log(f"semantic-fs register failed ({e})")
+        known = None
+    log(f"semantic-fs connected at {path}" + (f' as "{known}"' if known else ""))
+    return sfs
+
+
 def main(env=None) -> int:
     env = os.environ if env is None else env
     # The app share is read-only; do not try to write bytecode next to it.
@@ -86,7 +112,8 @@ def main(env=None) -> int:
         for hook in app._install_hooks:
             rpc._settle(hook())
         bus = connect_bus(env)
-        ctx = AppContext(manifest, bus)
+        sfs = connect_sfs(env, manifest.name)
+        ctx = AppContext(manifest, bus, sfs)
         for hook in app._ready_hooks:
             rpc._settle(hook(ctx))
 

@@ -16,6 +16,7 @@
 
 #include "apps.h"
 #include "confine.h"
+#include "context.h"
 #include "disks.h"
 #include "egress.h"
 #include "fd-splice.h"
@@ -498,11 +499,38 @@ int apps_setup_identities(void)
 		snprintf(members + strlen(members), sizeof(members) - strlen(members), "%sberth-%s",
 			 i ? "," : "", apps[i].name);
 	}
+	/* The context bus and the /context index serve every app, in group berth too. */
+	for (size_t k = 0; k < 2; k++) {
+		bool present = k == 0 ? context_bus_present() : semantic_fs_present();
+		const char *user = k == 0 ? CONTEXT_BUS_USER : SEMANTIC_FS_USER;
+		unsigned uid = k == 0 ? CONTEXT_BUS_UID : SEMANTIC_FS_UID;
+		char *next = NULL;
+
+		if (!present)
+			continue;
+		if (asprintf(&next, "%s%s:x:%u:%u:berth %s:/nonexistent:/usr/sbin/nologin\n", users,
+			     user, uid, uid, k == 0 ? "context bus" : "context index") < 0)
+			return -ENOMEM;
+		free(users);
+		users = next;
+		snprintf(members + strlen(members), sizeof(members) - strlen(members), ",%s", user);
+	}
 	groups = strdup("");
 	for (unsigned i = 0; i < n_apps && groups; i++) {
 		char *next = NULL;
 
 		if (asprintf(&next, "%sberth-%s:x:%u:\n", groups, apps[i].name, apps[i].uid) < 0)
+			return -ENOMEM;
+		free(groups);
+		groups = next;
+	}
+	for (size_t k = 0; k < 2 && groups; k++) {
+		char *next = NULL;
+
+		if (!(k == 0 ? context_bus_present() : semantic_fs_present()))
+			continue;
+		if (asprintf(&next, "%s%s:x:%u:\n", groups, k == 0 ? CONTEXT_BUS_USER : SEMANTIC_FS_USER,
+			     k == 0 ? CONTEXT_BUS_UID : SEMANTIC_FS_UID) < 0)
 			return -ENOMEM;
 		free(groups);
 		groups = next;
@@ -760,6 +788,12 @@ static int build_env(const App *a, Env *e)
 	env_set(e, "BERTH_APP_SUPPLEMENTARY_GIDS", buf);
 	if (a->egress)
 		env_set(e, "BERTH_EGRESS_PROXY_URL", EGRESS_PROXY_URL);
+	for (const char *const *c = context_app_env(); *c; c++) {
+		const char *eq = strchr(*c, '=');
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)(eq - *c), *c);
+		env_set(e, buf, eq + 1);
+	}
 	for (size_t i = 0; a->github && github_app_env[i]; i++) {
 		const char *eq = strchr(github_app_env[i], '=');
 		char name[64];
@@ -910,6 +944,14 @@ static void broker_done(void)
 		launch_rest();
 }
 
+/* The context bus or the index: one that did not start refuses no app (context.h). */
+static void on_context_ready(bool ok, const char *why, void *userdata)
+{
+	if (!ok)
+		journal_logf("%s; the apps start without it", why);
+	broker_done();
+}
+
 static void on_egress_ready(bool ok, const char *why, void *userdata)
 {
 	if (!ok && egress_app >= 0) {
@@ -935,20 +977,46 @@ void apps_launch(void (*none_started)(void))
 	bool egress = egress_app >= 0 && apps[egress_app].state == APP_PENDING;
 	bool github = github_app >= 0 && apps[github_app].state == APP_PENDING;
 
+	unsigned context = context_daemons();
+
 	launch_none_started = none_started;
-	/* The brokers first: an app's first request must find its broker listening. */
-	if (!egress && !github) {
+	/* The daemons first: an app's first request must find its broker listening. */
+	if (!egress && !github && context == 0) {
 		launch_rest();
 		return;
 	}
 	launching = true;
-	/* Counted before either starts: a start that fails at once answers from here. */
-	brokers_pending = egress + github + 1;
+	/* Counted before any starts: a start that fails at once answers from here. */
+	brokers_pending = egress + github + context + 1;
+	if (context > 0)
+		context_start(apps_loop, on_context_ready, NULL);
 	if (egress)
 		egress_start(on_egress_ready, NULL);
 	if (github)
 		github_start(apps_secrets, on_github_ready, NULL);
 	broker_done();
+}
+
+/* Does @policy let its app read /context (a read path at, above or beneath it)? */
+static bool reads_context(const CapabilityPolicy *policy)
+{
+	for (size_t i = 0; policy && i < policy->read_paths.n; i++) {
+		const char *p = policy->read_paths.v[i];
+
+		if (capability_path_beneath(p, strlen(p), "/context") ||
+		    capability_path_beneath("/context", strlen("/context"), p))
+			return true;
+	}
+	return false;
+}
+
+void apps_setup_context(bool persistent)
+{
+	ContextApp list[APPS_MAX];
+
+	for (unsigned i = 0; i < n_apps; i++)
+		list[i] = (ContextApp){apps[i].name, apps[i].uid, reads_context(apps[i].conf.policy)};
+	context_setup(list, n_apps, persistent);
 }
 
 int apps_setup_egress(EvLoop *loop, MuxIo *io)

@@ -25,6 +25,9 @@ int apps_prepare(EvLoop *loop, const json_t *plan, const json_t *secrets);
 /* Per-app users and groups in tmpfs copies of /etc/passwd and /etc/group, and the
  * per-app directories. */
 int apps_setup_identities(void);
+/* The context bus and the /context index for these apps (context.h); @persistent: the
+ * state disk is mounted. */
+void apps_setup_context(bool persistent);
 /* Route channel ports 5000+i to the apps' RPC sockets. */
 int apps_listen_rpc(MuxIo *io);
 /* The egress broker's directory, policies and dial socket (routed to @io), when one app

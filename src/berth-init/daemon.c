@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "daemon.h"
 #include "journal.h"
+#include "policy.h"
 #include "macros.h"
 
 static const char *const state_names[_DAEMON_STATE_MAX] = {
@@ -279,4 +281,40 @@ void dial_socket_close(DialSocket *s)
 {
 	s->source = ev_source_free(s->source);
 	s->fd = safe_close(s->fd);
+}
+
+/* --- what the daemons' modules share ------------------------------------------------ */
+
+int daemon_why(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return -EIO;
+}
+
+int daemon_make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, uid, gid) < 0 || fchmod(fd, mode) < 0)
+		return -errno;
+	return 0;
+}
+
+int daemon_write_policy(const char *path, json_t *doc, uid_t uid)
+{
+	_cleanup_(capability_policy_freep) CapabilityPolicy *p = NULL;
+	_cleanup_free_ char *err = NULL;
+	int r;
+
+	if (!doc)
+		return -ENOMEM;
+	r = capability_policy_from_json(doc, &p, &err);
+	return r < 0 ? r : capability_policy_write(path, p, uid);
 }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "evloop.h"
+#include "macros.h"
 #include "mux-io.h"
 
 /*
@@ -71,6 +72,14 @@ typedef struct Daemon {
  */
 void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_t *secrets,
 		  daemon_ready_t cb, void *userdata);
+
+/* The setup every daemon's module shares. daemon_why(): print into @why, return -EIO. */
+int daemon_why(char *why, size_t whylen, const char *fmt, ...) _printf_(3, 4);
+/* mkdir @path (kept when it exists, never through a link) and give it @uid:@gid @mode. */
+int daemon_make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid);
+/* Write @doc (a policy document, borrowed) to @path, root:@uid 0640, through the capability
+ * module's one reader and one writer, like every app's policy. */
+int daemon_write_policy(const char *path, json_t *doc, uid_t uid);
 
 /* The SIGCHLD reaper's hook: true when @pid was @d's process (daemon_exited is logged). */
 bool daemon_child_exited(Daemon *d, pid_t pid, int status);

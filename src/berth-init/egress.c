@@ -55,16 +55,6 @@ bool egress_policy_declares(const CapabilityPolicy *policy)
 
 /* --- setup ------------------------------------------------------------------------ */
 
-static _printf_(3, 4) int fail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return -EIO;
-}
-
 /* The broker's own policy (SPEC 6.3): write /tmp/berth-egress, bind 8090, no TCP connect;
  * reads only its binary's tree and its directory. */
 static int write_broker_policy(void)
@@ -74,15 +64,8 @@ static int write_broker_policy(void)
 		POLICY_SCHEMA, "appName", EGRESS_USER, "declaredCapabilities", "writePaths",
 		"/dev/null", BROKER_TMP, "readPaths", "/usr", EGRESS_DIR, "networkPorts",
 		"networkUnrestricted", 0, "meshPeers", "bindPorts", BROKER_PORT, "cgroupLimits");
-	_cleanup_(capability_policy_freep) CapabilityPolicy *p = NULL;
-	_cleanup_free_ char *err = NULL;
-	int r;
 
-	if (!doc)
-		return -ENOMEM;
-	/* Through the one reader and the one writer, like every app's policy. */
-	r = capability_policy_from_json(doc, &p, &err);
-	return r < 0 ? r : capability_policy_write(BROKER_POLICY, p, EGRESS_UID);
+	return daemon_write_policy(BROKER_POLICY, doc, EGRESS_UID);
 }
 
 int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_path, char *why,
@@ -95,9 +78,9 @@ int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_pa
 	eg.loop = loop;
 	snprintf(eg.daemon.app, sizeof(eg.daemon.app), "%s", app);
 	if (mkdir(EGRESS_DIR, 0750) < 0 && errno != EEXIST)
-		return fail(why, whylen, "cannot create %s: %s", EGRESS_DIR, strerror(errno));
+		return daemon_why(why, whylen, "cannot create %s: %s", EGRESS_DIR, strerror(errno));
 	if (chown(EGRESS_DIR, 0, EGRESS_UID) < 0 || chmod(EGRESS_DIR, 0750) < 0)
-		return fail(why, whylen, "cannot give %s to the broker: %s", EGRESS_DIR,
+		return daemon_why(why, whylen, "cannot give %s to the broker: %s", EGRESS_DIR,
 			    strerror(errno));
 	/* A copy the broker reads once: root's, so nothing the broker does can change it. */
 	r = read_full_file(policy_path, POLICY_FILE_SIZE_MAX, &policy, &size);
@@ -106,17 +89,17 @@ int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_pa
 	if (r >= 0 && chown(POLICY_COPY, 0, EGRESS_UID) < 0)
 		r = -errno;
 	if (r < 0)
-		return fail(why, whylen, "cannot copy %s to %s: %s", policy_path, POLICY_COPY,
+		return daemon_why(why, whylen, "cannot copy %s to %s: %s", policy_path, POLICY_COPY,
 			    strerror(-r));
 	r = write_broker_policy();
 	if (r < 0)
-		return fail(why, whylen, "cannot write %s: %s", BROKER_POLICY, strerror(-r));
+		return daemon_why(why, whylen, "cannot write %s: %s", BROKER_POLICY, strerror(-r));
 	if ((mkdir(BROKER_TMP, 0700) < 0 && errno != EEXIST) ||
 	    chown(BROKER_TMP, EGRESS_UID, EGRESS_UID) < 0 || chmod(BROKER_TMP, 0700) < 0)
-		return fail(why, whylen, "cannot create %s: %s", BROKER_TMP, strerror(errno));
+		return daemon_why(why, whylen, "cannot create %s: %s", BROKER_TMP, strerror(errno));
 	r = dial_socket_listen(loop, io, DIAL_SOCKET, EGRESS_UID, &eg.dial);
 	if (r < 0)
-		return fail(why, whylen, "cannot serve %s: %s", DIAL_SOCKET, strerror(-r));
+		return daemon_why(why, whylen, "cannot serve %s: %s", DIAL_SOCKET, strerror(-r));
 	return 0;
 }
 

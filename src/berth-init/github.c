@@ -62,16 +62,6 @@ bool github_broker_present(void)
 	return access(GITHUB_BROKER, X_OK) == 0;
 }
 
-static _printf_(3, 4) int fail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return -EIO;
-}
-
 /* The broker's own policy: bind 8092 and no TCP connect; write its certificate directory
  * (its own /run/berth/<name>) and /tmp/berth-github; read its binary's tree, its
  * directory and the system's roots. */
@@ -84,24 +74,8 @@ static int write_broker_policy(void)
 		GITHUB_DIR, "/etc/ssl/certs", GITHUB_CERT_DIR, "networkPorts",
 		"networkUnrestricted", 0, "meshPeers", "bindPorts", GITHUB_BROKER_PORT,
 		"cgroupLimits");
-	_cleanup_(capability_policy_freep) CapabilityPolicy *p = NULL;
-	_cleanup_free_ char *err = NULL;
-	int r;
 
-	if (!doc)
-		return -ENOMEM;
-	/* Through the one reader and the one writer, like every app's policy. */
-	r = capability_policy_from_json(doc, &p, &err);
-	return r < 0 ? r : capability_policy_write(BROKER_POLICY, p, GITHUB_UID);
-}
-
-static int make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid)
-{
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
-		return -errno;
-	if (chown(path, uid, gid) < 0 || chmod(path, mode) < 0)
-		return -errno;
-	return 0;
+	return daemon_write_policy(BROKER_POLICY, doc, GITHUB_UID);
 }
 
 int github_setup(EvLoop *loop, MuxIo *io, const char *app, gid_t app_gid, const char *policy_path,
@@ -114,8 +88,8 @@ int github_setup(EvLoop *loop, MuxIo *io, const char *app, gid_t app_gid, const 
 	gh.loop = loop;
 	gh.app_gid = app_gid;
 	snprintf(gh.daemon.app, sizeof(gh.daemon.app), "%s", app);
-	if (make_dir(GITHUB_DIR, 0750, 0, GITHUB_UID) < 0)
-		return fail(why, whylen, "cannot create %s: %s", GITHUB_DIR, strerror(errno));
+	if (daemon_make_dir(GITHUB_DIR, 0750, 0, GITHUB_UID) < 0)
+		return daemon_why(why, whylen, "cannot create %s: %s", GITHUB_DIR, strerror(errno));
 	/* A copy the broker reads once: root's, so nothing the broker does can change it. */
 	r = read_full_file(policy_path, POLICY_FILE_SIZE_MAX, &policy, &size);
 	if (r >= 0)
@@ -123,19 +97,19 @@ int github_setup(EvLoop *loop, MuxIo *io, const char *app, gid_t app_gid, const 
 	if (r >= 0 && chown(POLICY_COPY, 0, GITHUB_UID) < 0)
 		r = -errno;
 	if (r < 0)
-		return fail(why, whylen, "cannot copy %s to %s: %s", policy_path, POLICY_COPY,
+		return daemon_why(why, whylen, "cannot copy %s to %s: %s", policy_path, POLICY_COPY,
 			    strerror(-r));
 	r = write_broker_policy();
 	if (r < 0)
-		return fail(why, whylen, "cannot write %s: %s", BROKER_POLICY, strerror(-r));
+		return daemon_why(why, whylen, "cannot write %s: %s", BROKER_POLICY, strerror(-r));
 	/* 0700 while the broker writes into it; narrowed once it listens. */
-	if (make_dir(GITHUB_CERT_DIR, 0700, GITHUB_UID, GITHUB_UID) < 0 ||
-	    make_dir(BROKER_TMP, 0700, GITHUB_UID, GITHUB_UID) < 0)
-		return fail(why, whylen, "cannot create the broker's directories: %s",
+	if (daemon_make_dir(GITHUB_CERT_DIR, 0700, GITHUB_UID, GITHUB_UID) < 0 ||
+	    daemon_make_dir(BROKER_TMP, 0700, GITHUB_UID, GITHUB_UID) < 0)
+		return daemon_why(why, whylen, "cannot create the broker's directories: %s",
 			    strerror(errno));
 	r = dial_socket_listen(loop, io, DIAL_SOCKET, GITHUB_UID, &gh.dial);
 	if (r < 0)
-		return fail(why, whylen, "cannot serve %s: %s", DIAL_SOCKET, strerror(-r));
+		return daemon_why(why, whylen, "cannot serve %s: %s", DIAL_SOCKET, strerror(-r));
 	return 0;
 }
 
@@ -168,15 +142,15 @@ static int narrow_cert_dir(char *why, size_t whylen)
 	int r;
 
 	if (dfd < 0)
-		return fail(why, whylen, "cannot open %s: %s", GITHUB_CERT_DIR, strerror(errno));
+		return daemon_why(why, whylen, "cannot open %s: %s", GITHUB_CERT_DIR, strerror(errno));
 	if (fchown(dfd, 0, gh.app_gid) < 0 || fchmod(dfd, 0750) < 0)
-		return fail(why, whylen, "cannot narrow %s: %s", GITHUB_CERT_DIR, strerror(errno));
+		return daemon_why(why, whylen, "cannot narrow %s: %s", GITHUB_CERT_DIR, strerror(errno));
 	for (size_t i = 0; i < 2; i++) {
 		const char *name = i == 0 ? "ca.crt" : "ca-bundle.crt";
 
 		r = take_file(dfd, name);
 		if (r < 0)
-			return fail(why, whylen, "the broker's %s/%s is not a file of its own: %s",
+			return daemon_why(why, whylen, "the broker's %s/%s is not a file of its own: %s",
 				    GITHUB_CERT_DIR, name, strerror(-r));
 	}
 	return 0;

@@ -32,6 +32,7 @@
 #include "egress.h"
 #include "evloop.h"
 #include "fileio.h"
+#include "context.h"
 #include "github.h"
 #include "journal.h"
 #include "macros.h"
@@ -200,7 +201,7 @@ static int start_mux(void)
 
 static void status_reply(json_t *reply, void *userdata)
 {
-	json_t *egress = egress_status(), *github = github_status();
+	json_t *egress = egress_status(), *github = github_status(), *context = context_status();
 
 	json_object_set_new(reply, "apps", apps_status());
 	json_object_set_new(reply, "shuttingDown", json_boolean(init.shutting_down));
@@ -209,6 +210,8 @@ static void status_reply(json_t *reply, void *userdata)
 		json_object_set_new(reply, "egress", egress);
 	if (github)
 		json_object_set_new(reply, "github", github);
+	if (context)
+		json_object_set_new(reply, "context", context);
 }
 
 static void begin_shutdown(const char *reason);
@@ -296,8 +299,9 @@ static void reap_children(void)
 
 	/* PID 1 inherits every orphan: reap them all, known or not. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status))
-			(void)github_child_exited(pid, status);
+		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status) &&
+		    !github_child_exited(pid, status))
+			(void)context_child_exited(pid, status);
 }
 
 static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userdata)
@@ -364,6 +368,8 @@ static int setup_apps(void)
 
 	if (r >= 0)
 		r = apps_setup_identities();
+	if (r >= 0)
+		apps_setup_context(init.state_mounted);
 	if (r >= 0)
 		r = apps_listen_rpc(init.mux);
 	if (r >= 0)

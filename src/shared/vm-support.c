@@ -78,6 +78,16 @@ int vm_support_check_image(const Manifest *m, const char *daemons, char **reason
 				*reason = NULL;
 			return -EOPNOTSUPP;
 		}
+		if (streq(ns, "filesystem") && scope &&
+		    capability_path_beneath(scope, strlen(scope), "/context") &&
+		    !listed(daemons, "semantic-fs")) {
+			if (asprintf(
+				    reason,
+				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no /context index (semantic-fs; its manifest lists %s), so tags and queries would fail. Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/context.md)",
+				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
+				*reason = NULL;
+			return -EOPNOTSUPP;
+		}
 		for (size_t k = 0; k < ELEMENTSOF(unsupported); k++) {
 			if (!streq(ns, unsupported[k].ns) ||
 			    (unsupported[k].action && !streq(action, unsupported[k].action)))

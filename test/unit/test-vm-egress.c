@@ -217,6 +217,24 @@ TEST(terminal_needs_an_image_with_the_view)
 	manifest_free(m);
 }
 
+TEST(context_scope_needs_an_image_with_the_index)
+{
+	Manifest *m = app("ctx", "filesystem:write:/workspace, filesystem:read:/context/notes");
+	char *reason = NULL;
+
+	ASSERT_OK(vm_support_check_image(m, "terminal-view,semantic-fs", &reason));
+	ASSERT_ERROR(vm_support_check_image(m, "terminal-view", &reason), EOPNOTSUPP);
+	ASSERT_STREQ(
+		reason,
+		"\"filesystem:read:/context/notes\" in ctx's berth.yml cannot run in the VM: the pinned root image has no /context index (semantic-fs; its manifest lists terminal-view), so tags and queries would fail. Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/context.md)");
+	free(reason);
+	manifest_free(m);
+	/* A scope elsewhere needs no index. */
+	m = app("ws", "filesystem:write:/workspace/context");
+	ASSERT_OK(vm_support_check_image(m, "terminal-view", &reason));
+	manifest_free(m);
+}
+
 int main(void)
 {
 	return tests_run();

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Apps that work together, on a real VM (docs/context-bus.md, docs/context.md): the
+# filesystem, code-editor, activity-feed and hello-world-py examples in one VM (a VM holds
+# four shares).
+# berth-init starts the context bus and the /context index under agent-init as their own
+# uids; a file filesystem writes is opened by code-editor when it hears of it, a Python
+# publish reaches the Node subscriber, activity-feed lists what the others announce newest
+# first, the bus names each sender by its uid; /context files are attributed by their
+# owner's uid, tagged, ranked by keyword, and they, their tags and the index survive the
+# VM and the next boot.
+. "$(dirname "$0")/lib.sh"
+require_artifacts
+new_home
+plan 21
+trap 'kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
+install_artifacts || { diag <"$BERTH_HOME/install.log"; exit 1; }
+shares=$BERTH_HOME/shares
+state=$BERTH_HOME/state.img
+run=$BERTH_HOME/run/vm/together
+mkdir -p "$shares"
+for a in filesystem code-editor activity-feed hello-world-py; do
+	node "$src/sdk/node/bundle.mjs" "$src/apps/$a" "$shares/$a" >/dev/null || { echo "Bail out! cannot bundle $a"; exit 1; }
+done
+call() { out=$("$berth" rpc "$1" --export "$2" --input "${3:-{\}}" 2>&1); }
+# says WHAT PYTHON-EXPRESSION: the last answer, parsed as `r`, passes.
+says() {
+	if python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(not eval(sys.argv[2]))' "$out" "$2" 2>/dev/null; then
+		ok "$1"
+	else
+		not_ok "$1"
+		echo "$out" | diag
+	fi
+}
+# logged PATTERN [SECONDS]: the guest log (berth vm logs) has a line matching PATTERN.
+logged() {
+	local i
+	for ((i = 0; i < ${2:-60}; i++)); do
+		"$berth" vm logs together >"$BERTH_HOME/logs.txt" 2>&1
+		grep -q -- "$1" "$BERTH_HOME/logs.txt" && return 0
+		sleep 1
+	done
+	return 1
+}
+boot() {
+	local a args=()
+	for a in filesystem code-editor activity-feed hello-world-py; do args+=(--app "$shares/$a"); done
+	"$vmm" run --name together "${args[@]}" --state "$state" --mem 1536 2>"$BERTH_HOME/vmm-run.log" &&
+		wait_state together running 300 || return 1
+	for a in filesystem code-editor activity-feed hello-world-py; do
+		logged "\"$a\" ready" 300 || return 1
+	done
+}
+
+# --- boot 1 ------------------------------------------------------------------------------
+if boot; then ok "a VM with four apps boots and every app is ready"; else not_ok "a VM with four apps boots and every app is ready"; diag <"$BERTH_HOME/vmm-run.log"; tail -40 "$BERTH_HOME/logs.txt" | diag; fi
+"$berth" vm status together --json >"$BERTH_HOME/status.json"
+check "berth-init runs the context bus and the /context index" python3 -c '
+import json,sys; c=json.load(open(sys.argv[1]))["vms"][0]["guest"]["context"]
+sys.exit(not(c["contextBus"]["state"] == "ready" and c["semanticFs"]["state"] == "ready"))' "$BERTH_HOME/status.json"
+# daemon_report SOURCE KEY=VALUE...: agent-init's report lines of a daemon, in its log.
+daemon_report() {
+	python3 -c '
+import json,sys
+src, want = sys.argv[2], dict(a.split("=", 1) for a in sys.argv[3:])
+n = 0
+for line in open(sys.argv[1]):
+    head = "[" + src + "] {"
+    if not line.startswith(head): continue
+    try: e = json.loads(line[len(head) - 1:])
+    except ValueError: continue
+    n += e.get("source") == "agent-init" and all(str(e.get(k)) == v for k, v in want.items())
+sys.exit(n != 1)' "$BERTH_HOME/logs.txt" "$@"
+}
+if daemon_report context-bus event=app_uid_applied uid=9001 &&
+	daemon_report context-bus event=capability_policy_applied ruleset=FullyEnforced; then
+	ok "the bus runs as uid 9001 under a fully enforced Landlock domain"
+else
+	not_ok "the bus runs as uid 9001 under a fully enforced Landlock domain"
+fi
+if daemon_report semantic-fs event=app_uid_applied uid=9005 &&
+	daemon_report semantic-fs event=capability_policy_applied ruleset=FullyEnforced; then
+	ok "the index as uid 9005, likewise"
+else
+	not_ok "the index as uid 9005, likewise"
+fi
+check "every Node and Python app reached the bus" sh -c "test \$(grep -c 'context bus connected at /tmp/berth-context-bus.sock' '$BERTH_HOME/logs.txt') -ge 4"
+check "the bus knows each app by its uid, not by what it claims" \
+	grep -q '\[context-bus\] conn [0-9]* from uid 10001 pid [0-9]* is "code-editor"' "$BERTH_HOME/logs.txt"
+
+# --- the bus -------------------------------------------------------------------------------
+call filesystem write_file '{"path":"hello.txt","content":"hi"}'
+check "filesystem's write is heard: code-editor opens the file on its own" \
+	logged '\[code-editor\] reactively opened "hello.txt" (2 characters, announced by "filesystem")'
+call code-editor open_file '{"path":"hello.txt"}'
+says "and open_file returns what filesystem wrote" 'r == {"content": "hi"}'
+call hello-world-py publish_file_created '{"path":"hello.txt","created_by":"hello-world-py"}'
+check "a Python publish reaches the Node subscriber" \
+	logged '\[code-editor\] reactively opened "hello.txt" (2 characters, announced by "hello-world-py")'
+call filesystem publish_context_event '{"topic":"notes.added","payload":{"text":"buy milk"}}'
+sleep 2
+call activity-feed get_recent_activity
+says "activity-feed lists what the others announced, newest first" \
+	'[e["topic"] for e in r["events"]][:3] == ["notes.added", "fs.file_created", "fs.file_created"] and r["events"][0]["payload"]["text"] == "buy milk" and r["events"][1]["payload"]["createdBy"] == "hello-world-py" and r["events"][2]["payload"]["createdBy"] == "filesystem"'
+for i in $(seq 1 60); do call filesystem publish_context_event "{\"topic\":\"notes.added\",\"payload\":{\"text\":\"note $i\"}}"; done
+sleep 3
+call activity-feed get_recent_activity
+says "and keeps the 50 newest" 'len(r["events"]) == 50 and r["events"][0]["payload"]["text"] == "note 60"'
+call filesystem publish_context_event '{"topic":"nobody.listens","payload":{"x":1}}'
+says "a topic nobody subscribes to is published without an error" 'r is None'
+
+# --- /context ------------------------------------------------------------------------------
+call filesystem write_context_file '{"path":"plans/roadmap.md","content":"The quarterly roadmap: ship the context index"}'
+call filesystem write_context_file '{"path":"notes/lunch.txt","content":"lunch at noon"}'
+call filesystem tag_context_file '{"path":"plans/roadmap.md","task":"planning","relatedApps":["notes"]}'
+says "filesystem tags its own /context file" 'r is None'
+call filesystem query_context '{"text":"roadmap","limit":5}'
+says "query_context finds it, by keyword, attributed to its creator by uid, with its tags" \
+	'[x["path"] for x in r["results"]] == ["plans/roadmap.md"] and r["results"][0]["ranking"] == "keyword" and r["results"][0]["createdBy"] == "filesystem" and r["results"][0]["task"] == "planning" and r["results"][0]["relatedApps"] == ["notes"]'
+call filesystem query_context '{"text":"noon roadmap","limit":5}'
+says "and ranks by relevance over several files" 'len(r["results"]) == 2 and all(x["ranking"] == "keyword" for x in r["results"])'
+"$berth" vm stop together >/dev/null 2>&1
+check "the VM stops" test ! -e "$run"
+
+# --- boot 2: the same state disk -------------------------------------------------------------
+if boot; then ok "the next boot of the same state disk"; else not_ok "the next boot of the same state disk"; diag <"$BERTH_HOME/vmm-run.log"; fi
+call filesystem read_context_file '{"path":"plans/roadmap.md"}'
+says "/context kept the file" 'r["content"].startswith("The quarterly roadmap")'
+call filesystem query_context '{"text":"roadmap","limit":5}'
+says "and the index its tags" '[x["path"] for x in r["results"]] == ["plans/roadmap.md"] and r["results"][0]["task"] == "planning"'
+check "the index reopened what it had: nothing to update" logged '\[semantic-fs\] indexed /context: 2 files, 0 updated, 0 removed'
+call activity-feed get_recent_activity
+says "activity-feed starts empty: it keeps nothing on disk" 'r["events"] == []'
+"$berth" vm stop together >/dev/null 2>&1
+finish

@@ -28,6 +28,7 @@
 #define SFS_INDEX SFS_DIR "/index"
 #define SFS_STATE "/state/semantic-fs"
 #define SFS_TMP "/tmp/" SEMANTIC_FS_USER
+#define SFS_DEFAULT_LINK "/tmp/berth-semantic-fs.sock"
 
 static struct {
 	Daemon bus, sfs;
@@ -146,6 +147,12 @@ static int setup_sfs(const ContextApp *apps, size_t n, bool persistent, char *wh
 			return daemon_why(why, whylen, "cannot mount %s on %s: %s", SFS_STATE,
 					  SFS_INDEX, strerror(errno));
 	}
+	/* SPEC 2.4's default path, for a client not told the real one: a root-owned link in
+	 * root's sticky /tmp, which protected_symlinks lets every uid follow. */
+	(void)unlink(SFS_DEFAULT_LINK);
+	if (symlink(SEMANTIC_FS_SOCKET, SFS_DEFAULT_LINK) < 0)
+		return daemon_why(why, whylen, "cannot link %s: %s", SFS_DEFAULT_LINK,
+				  strerror(errno));
 	r = write_apps(SFS_APPS, apps, n, true, SEMANTIC_FS_UID);
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot write %s: %s", SFS_APPS, strerror(-r));

@@ -473,6 +473,7 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 						{"env-file", required_argument, NULL, 'f'},
 						{"cold", no_argument, NULL, 'c'},
 						{"reboot-on-change", no_argument, NULL, 'b'},
+						{"apps", required_argument, NULL, 'a'},
 						{"help", no_argument, NULL, 'h'},
 						{}};
 	const char *env = getenv("BERTH_DEV_BOOT_TIMEOUT_MS");
@@ -490,6 +491,8 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 			d->l.cold = true;
 		else if (c == 'b')
 			d->reboot_on_change = true;
+		else if (c == 'a')
+			d->l.apps_arg = optarg;
 		else if (c == 'e') {
 			if (vm_launch_add_env(&d->l, optarg) < 0)
 				return -EINVAL;

@@ -25,60 +25,6 @@
 #define RPC_TIMEOUT_MS_DEFAULT 30000
 #define CONNECT_RETRY_MS 10000
 
-/* The run dir and app index of @app: berth dev's VM (berth-dev-<app>) first, then any
- * running VM that has an app of that name. */
-static int find_app(const char *app, char **ret_dir, int *ret_index)
-{
-	_cleanup_free_ char *root = berth_run_root();
-	char *names[2] = {NULL, NULL};
-	int r = -ENOENT;
-
-	if (!root)
-		return -ENOMEM;
-	if (asprintf(&names[0], "berth-dev-%s", app) < 0)
-		return -ENOMEM;
-	for (int pass = 0; pass < 2 && r < 0; pass++) {
-		_cleanup_(json_decrefp) json_t *list = json_array();
-		struct dirent **ents = NULL;
-		int n = 0;
-
-		if (pass == 0)
-			json_array_append_new(list, json_string(names[0]));
-		else if ((n = scandir(root, &ents, NULL, alphasort)) > 0) {
-			for (int i = 0; i < n; i++) {
-				if (vm_name_valid(ents[i]->d_name))
-					json_array_append_new(list, json_string(ents[i]->d_name));
-				free(ents[i]);
-			}
-			free(ents);
-		}
-		for (size_t i = 0; i < json_array_size(list) && r < 0; i++) {
-			_cleanup_free_ char *dir =
-				berth_run_dir(json_string_value(json_array_get(list, i)));
-			_cleanup_(json_decrefp) json_t *vm = NULL;
-			json_t *a;
-			size_t k;
-			pid_t pid;
-
-			if (!dir || rundir_inspect(dir, &pid) != RUNDIR_RUNNING)
-				continue;
-			vm = vm_json_load(dir);
-			json_array_foreach(json_object_get(vm, "apps"), k, a) {
-				if (streq(json_string_value(json_object_get(a, "name")) ?: "",
-					  app)) {
-					*ret_index = (int)json_integer_value(
-						json_object_get(a, "index"));
-					*ret_dir = TAKE_PTR(dir);
-					r = 0;
-					break;
-				}
-			}
-		}
-	}
-	free(names[0]);
-	return r;
-}
-
 /* Connect, retrying while nobody listens yet: nothing was sent, so a retry is safe. */
 static int connect_rpc(const char *dir, int index)
 {
@@ -156,7 +102,7 @@ int cmd_rpc(int argc, char **argv)
 					 jerr.text, jerr.line, jerr.column),
 			       2;
 	}
-	r = find_app(argv[optind], &dir, &index);
+	r = vm_find_app(argv[optind], NULL, &dir, &index);
 	if (r < 0) {
 		/* berth dev's VM for it may have died: its run dir says why. */
 		_cleanup_free_ char *name = NULL, *dev_dir = NULL, *failure = NULL, *shown = NULL;

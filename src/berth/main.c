@@ -85,12 +85,14 @@ static const Verb verbs[] = {
 	 "Create the folder NAME holding a new app (berth.yml and its code) from a template.\n\n"
 	 "  --template T   hello-world (Node, the default) or python\n"},
 	{NULL, "dev", cmd_dev, "run the app in a VM, reloading on changes",
-	 "[DIR] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]... [--cold] [--reboot-on-change]",
+	 "[DIR] [--apps A,B] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]... [--cold] [--reboot-on-change]",
 	 "Boot the app in DIR (default .) in its own VM as berth-dev-NAME, stream its log,\n"
 	 "and reboot it whenever a file of the app changes. Ctrl-C stops it.\n\n"
 	 "  --runtime vm|docker   the sandbox runtime (only vm in this build)\n"
 	 "  --env NAME[=VALUE]    a secret for the app: VALUE, or NAME from this environment\n"
 	 "  --env-file PATH       secrets from a .env file (docs/secrets.md)\n"
+	 "  --apps A,B            companions in the same VM: app folders, as given or beside DIR\n"
+	 "                        (at most 3; they are bundled once, DIR alone is watched)\n"
 	 "  --cold                boot the kernel, not the warm-start snapshot (docs/warm-start.md)\n"
 	 "  --reboot-on-change    restart the VM on every change, never reload the app in place\n"},
 	{NULL, "mcp", cmd_mcp, "serve an app's exports as MCP tools over stdio",

@@ -19,6 +19,7 @@
 #include "paths.h"
 #include "time-util.h"
 #include "vm-install.h"
+#include "vm-launch.h"
 #include "vmm.h"
 
 #define PROGRESS_INTERVAL_MS 100
@@ -218,31 +219,45 @@ static int install_all(const VmInstallOptions *o, const PinSet *pins, const char
 }
 
 /*
- * The warm-start snapshot, made by the berth-vmm that will restore it, once the artifacts
- * are in place. Without one every VM boots cold, which is slower but as good: a failure
- * here is told, not fatal.
+ * The warm-start snapshots, made by the berth-vmm that will restore them, once the
+ * artifacts are in place: one for each VM size berth dev and berth mcp use (vm-launch.h),
+ * since a snapshot restores only a VM of its own size. Without one a VM boots cold, which
+ * is slower but as good: a failure here is told, not fatal.
  */
 static void make_snapshot(const BerthConfig *config, const PinSet *pins)
 {
+	static const unsigned sizes[] = {VM_LAUNCH_MEM_ONE_MIB, VM_LAUNCH_MEM_CONTEXT_MIB,
+					 VM_LAUNCH_MEM_SEVERAL_MIB};
 	_cleanup_free_ char *vmm = NULL;
 	bool matches = false;
-	int status;
-	pid_t pid;
 
 	if (vmm_locate_for_pins(config->vm_vmm, pins, &vmm, &matches) < 0 || !matches) {
 		printf("  (no berth-vmm for these pins: VMs will boot cold until `berth vm install --vmm PATH`)\n");
 		return;
 	}
-	printf("Making the warm-start snapshot (a template boot, once per kernel, image and berth-vmm)\n");
+	printf("Making the warm-start snapshots (a template boot for each VM size: %u, %u and %u MiB; once per kernel, image and berth-vmm)\n",
+	       sizes[0], sizes[1], sizes[2]);
 	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		execl(vmm, vmm, "snapshot", (char *)NULL);
-		_exit(127);
+	for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+		char mem[16];
+		int status;
+		pid_t pid;
+
+		snprintf(mem, sizeof(mem), "%u", sizes[i]);
+		pid = fork();
+		if (pid == 0) {
+			execl(vmm, vmm, "snapshot", "--mem", mem, (char *)NULL);
+			_exit(127);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			log_warning("no warm-start snapshot was made for %s MiB VMs (see above): they "
+				    "will boot cold; try again with `berth vm install`, or see "
+				    "docs/warm-start.md",
+				    mem);
+			return;
+		}
 	}
-	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		log_warning("no warm-start snapshot was made (see above): VMs will boot cold; "
-			    "try again with `berth vm install`, or see docs/warm-start.md");
 }
 
 int vm_install(const VmInstallOptions *o)

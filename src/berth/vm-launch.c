@@ -76,12 +76,24 @@ int vm_launch_load_manifest(const char *dir, Manifest **ret)
 	return 0;
 }
 
+/* Every app of the VM's berth.yml: the main app's, then its companions'. */
+static size_t all_manifests(const VmLaunch *l, const Manifest **ret)
+{
+	size_t n = 0;
+
+	ret[n++] = l->manifest;
+	for (size_t i = 0; i < l->n_companions; i++)
+		ret[n++] = l->companions[i].manifest;
+	return n;
+}
+
 /* The hosts the VM's egress dialer may reach, from berth.yml alone (docs/egress.md). */
 static int load_egress(VmLaunch *l)
 {
 	_cleanup_free_ char *warning = NULL, *reason = NULL;
-	const Manifest *apps[] = {l->manifest};
-	int r = vm_egress_plan(apps, 1, &l->egress_allow, &warning, &reason);
+	const Manifest *apps[1 + VM_LAUNCH_COMPANIONS_MAX];
+	size_t n = all_manifests(l, apps);
+	int r = vm_egress_plan(apps, n, &l->egress_allow, &warning, &reason);
 
 	if (r == -EOPNOTSUPP)
 		return log_error("%s", reason ? reason : "this app's egress cannot run in the VM");
@@ -99,21 +111,33 @@ static int load_egress(VmLaunch *l)
  */
 static int load_terminal(VmLaunch *l)
 {
-	const char *const *caps;
-	size_t n = manifest_capabilities(l->manifest, &caps), n_rows;
+	const Manifest *apps[1 + VM_LAUNCH_COMPANIONS_MAX];
+	size_t n_apps = all_manifests(l, apps), n_rows;
 	const PublishPort *rows = publish_ports(&n_rows);
 	bool terminal = false;
 	int r;
 
-	for (size_t i = 0; i < n; i++)
-		terminal |= publish_capability_in(caps[i], "terminal");
-	for (size_t k = 0; k < n_rows; k++)
+	for (size_t a = 0; a < n_apps; a++) {
+		const char *const *caps;
+		size_t n = manifest_capabilities(apps[a], &caps);
+
 		for (size_t i = 0; i < n; i++)
-			if (publish_capability_in(caps[i], rows[k].ns) &&
-			    l->n_published < PUBLISH_PORTS_MAX) {
-				l->published[l->n_published++] = rows[k].port;
-				break;
-			}
+			terminal |= publish_capability_in(caps[i], "terminal");
+	}
+	/* Each port once: berth-vmm refuses two apps declaring one (at most one of each). */
+	for (size_t k = 0; k < n_rows; k++) {
+		bool declared = false;
+
+		for (size_t a = 0; a < n_apps && !declared; a++) {
+			const char *const *caps;
+			size_t n = manifest_capabilities(apps[a], &caps);
+
+			for (size_t i = 0; i < n; i++)
+				declared |= publish_capability_in(caps[i], rows[k].ns);
+		}
+		if (declared && l->n_published < PUBLISH_PORTS_MAX)
+			l->published[l->n_published++] = rows[k].port;
+	}
 	if (!terminal)
 		return 0;
 	l->terminal_login = malloc(TERMINAL_LOGIN_LEN + 1);
@@ -123,6 +147,78 @@ static int load_terminal(VmLaunch *l)
 	if (r < 0)
 		return log_error_errno(r, "cannot make the terminal's login: %m");
 	return 0;
+}
+
+/* --apps: each a folder, as given (from the working directory) or beside the main app's. */
+static int load_companions(VmLaunch *l)
+{
+	_cleanup_free_ char *list = NULL, *parent = NULL;
+	char *save = NULL, *slash;
+	int r;
+
+	if (!l->apps_arg)
+		return 0;
+	list = strdup(l->apps_arg);
+	parent = strdup(l->app_dir);
+	if (!list || !parent)
+		return log_error_errno(-ENOMEM, "out of memory");
+	slash = strrchr(parent, '/');
+	if (slash)
+		*(slash == parent ? slash + 1 : slash) = '\0';
+	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		_cleanup_free_ char *beside = NULL, *reason = NULL;
+		const char *name;
+		VmCompanion *c;
+
+		if (l->n_companions == VM_LAUNCH_COMPANIONS_MAX)
+			return log_error(
+				"--apps: at most %d companions, since a VM holds %d apps; leave some out",
+				VM_LAUNCH_COMPANIONS_MAX, VM_LAUNCH_COMPANIONS_MAX + 1);
+		c = &l->companions[l->n_companions];
+		c->dir = realpath(tok, NULL);
+		if (!c->dir && tok[0] != '/' && asprintf(&beside, "%s/%s", parent, tok) >= 0)
+			c->dir = realpath(beside, NULL);
+		if (!c->dir)
+			return log_error(
+				"--apps %s: no such app folder (looked for it as given and beside %s); name each companion's folder",
+				tok, l->app_dir);
+		r = vm_launch_load_manifest(c->dir, &c->manifest);
+		l->n_companions++;
+		if (r < 0)
+			return r;
+		name = manifest_name(c->manifest);
+		for (size_t i = 0; i + 1 < l->n_companions; i++)
+			if (streq(manifest_name(l->companions[i].manifest), name))
+				return log_error(
+					"--apps: two companions are named \"%s\" (%s and %s); every app of a VM needs a name of its own",
+					name, l->companions[i].dir, c->dir);
+		if (streq(name, manifest_name(l->manifest)))
+			return log_error(
+				"--apps %s: it is named \"%s\" like the app itself; every app of a VM needs a name of its own",
+				tok, name);
+		r = vm_support_check(c->manifest, &reason);
+		if (r < 0)
+			return log_error("%s", reason ? reason : "this companion cannot run in the VM");
+	}
+	return 0;
+}
+
+/* The VM's memory by SPEC 8.3: more for several apps, and for one that indexes /context. */
+static unsigned default_mem_mib(const VmLaunch *l)
+{
+	const char *const *caps;
+	size_t n = manifest_capabilities(l->manifest, &caps);
+
+	if (l->n_companions > 0)
+		return VM_LAUNCH_MEM_SEVERAL_MIB;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *ns = NULL, *action = NULL, *scope = NULL;
+
+		if (capability_parse(caps[i], &ns, &action, &scope) >= 0 && streq(ns, "filesystem") &&
+		    scope && capability_path_beneath(scope, strlen(scope), "/context"))
+			return VM_LAUNCH_MEM_CONTEXT_MIB;
+	}
+	return VM_LAUNCH_MEM_ONE_MIB;
 }
 
 int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
@@ -148,7 +244,9 @@ int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 	r = vm_support_check(l->manifest, &reason);
 	if (r < 0)
 		return log_error("%s", reason ? reason : "this app cannot run in the VM");
-	r = load_egress(l);
+	r = load_companions(l);
+	if (r >= 0)
+		r = load_egress(l);
 	if (r >= 0)
 		r = load_terminal(l);
 	if (r < 0)
@@ -205,15 +303,34 @@ static void print_warning(const char *line, void *userdata)
  * the scoping either way, and arm the signal handlers that delete it if the CLI is
  * stopped before drop_secrets(). *@ret is the disk's path, NULL when none was written.
  */
+/* Which app of the VM declares terminal:* (the login is its own), or -1. */
+static int terminal_app(const VmLaunch *l, const Manifest *main_manifest)
+{
+	const Manifest *apps[1 + VM_LAUNCH_COMPANIONS_MAX];
+	size_t n_apps = all_manifests(l, apps);
+
+	apps[0] = main_manifest;
+	for (size_t a = 0; a < n_apps; a++) {
+		const char *const *caps;
+		size_t n = manifest_capabilities(apps[a], &caps);
+
+		for (size_t i = 0; i < n; i++)
+			if (publish_capability_in(caps[i], "terminal"))
+				return (int)a;
+	}
+	return -1;
+}
+
 static int write_secrets(VmLaunch *l, char **ret)
 {
 	_cleanup_(manifest_freep) Manifest *m = NULL;
 	_cleanup_(env_set_freep) EnvSet *own = NULL;
 	_cleanup_free_ char *path = NULL, *login = NULL;
-	SecretsDiskApp app;
+	SecretsDiskApp apps[1 + VM_LAUNCH_COMPANIONS_MAX];
+	size_t n_apps = 1 + l->n_companions;
 	char err[1024], *image = NULL;
 	size_t size;
-	int r;
+	int r, term;
 
 	*ret = NULL;
 	/* The scope comes from the berth.yml in the share the VM boots, which a reload may
@@ -230,8 +347,14 @@ static int write_secrets(VmLaunch *l, char **ret)
 		if (r < 0)
 			return log_error_errno(r, "cannot pass the terminal's login: %s", err);
 	}
-	app = (SecretsDiskApp){.name = l->name, .manifest = m, .own = own};
-	secrets_disk_warn(l->env, &app, 1, print_warning, NULL);
+	apps[0] = (SecretsDiskApp){.name = l->name, .manifest = m};
+	for (size_t i = 0; i < l->n_companions; i++)
+		apps[1 + i] = (SecretsDiskApp){.name = manifest_name(l->companions[i].manifest),
+					       .manifest = l->companions[i].manifest};
+	term = terminal_app(l, m);
+	if (term >= 0)
+		apps[term].own = own;
+	secrets_disk_warn(l->env, apps, n_apps, print_warning, NULL);
 	if (env_set_size(l->env) == 0 && env_set_size(own) == 0)
 		return 0;
 	/* `--env NAME` read NAME from this environment: berth-vmm and QEMU need not inherit
@@ -249,7 +372,7 @@ static int write_secrets(VmLaunch *l, char **ret)
 		r = -ENAMETOOLONG;
 	}
 	if (r >= 0)
-		r = secrets_disk_build(l->env, &app, 1, &image, &size, err, sizeof(err));
+		r = secrets_disk_build(l->env, apps, n_apps, &image, &size, err, sizeof(err));
 	if (r < 0)
 		return log_error_errno(r, "cannot write the secrets disk: %s", err);
 	strcpy(secrets_path_on_signal, path);
@@ -357,6 +480,16 @@ int vm_launch_bundle(VmLaunch *l, char *err, size_t errlen)
 		return r;
 	bundle_done(&l->bundle);
 	l->bundle = b;
+	/* Companions once: berth dev watches the main app only. */
+	for (size_t i = 0; i < l->n_companions; i++) {
+		VmCompanion *c = &l->companions[i];
+
+		if (c->bundle.dir)
+			continue;
+		r = bundle_app(c->dir, manifest_name(c->manifest), &c->bundle, err, errlen);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -630,7 +763,7 @@ static int follow_boot(VmBoot *b)
 	int fd, r;
 
 	snprintf(b->reason, sizeof(b->reason), "the VM went away during its boot");
-	vm_readiness_init(&b->readiness, 1);
+	vm_readiness_init(&b->readiness, 1 + l->n_companions);
 	fd = vm_socket_connect(l->run_dir, "control.sock");
 	if (fd < 0) {
 		vm_await_failure_reason(l->run_dir, b->reason, sizeof(b->reason));
@@ -713,8 +846,19 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 	argv[argc++] = l->vm_name;
 	argv[argc++] = "--app";
 	argv[argc++] = l->bundle.dir;
+	for (size_t i = 0; i < l->n_companions; i++) {
+		argv[argc++] = "--app";
+		argv[argc++] = l->companions[i].bundle.dir;
+	}
 	argv[argc++] = "--state";
 	argv[argc++] = l->state;
+	if (default_mem_mib(l) != VM_LAUNCH_MEM_ONE_MIB) {
+		static char mem[16];
+
+		snprintf(mem, sizeof(mem), "%u", default_mem_mib(l));
+		argv[argc++] = "--mem";
+		argv[argc++] = mem;
+	}
 	if (l->cold)
 		argv[argc++] = "--cold";
 	for (size_t i = 0; l->vmm_args && l->vmm_args[i]; i++) {
@@ -762,7 +906,7 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void *userdata)
 {
 	_cleanup_free_ char *egress = NULL;
-	char *argv[VMM_ARGS_MAX + 14 + 2 * PUBLISH_PORTS_MAX];
+	char *argv[VMM_ARGS_MAX + 16 + 2 * PUBLISH_PORTS_MAX + 2 * VM_LAUNCH_COMPANIONS_MAX];
 	VmBoot *b;
 	int out_fd = -EBADF, r;
 
@@ -898,6 +1042,11 @@ int vm_launch_boot(VmLaunch *l)
 
 void vm_launch_done(VmLaunch *l)
 {
+	for (size_t i = 0; i < l->n_companions; i++) {
+		free(l->companions[i].dir);
+		manifest_free(l->companions[i].manifest);
+		bundle_done(&l->companions[i].bundle);
+	}
 	bundle_done(&l->bundle);
 	manifest_free(l->manifest);
 	free(l->app_dir);

@@ -42,8 +42,23 @@ typedef enum VmLaunchStage {
 struct VmLaunch;
 typedef void (*vm_launch_stage_t)(struct VmLaunch *l, VmLaunchStage stage, void *userdata);
 
+/* An app that runs beside the main one in its VM (berth dev --apps). */
+typedef struct VmCompanion {
+	char *dir; /* absolute */
+	Manifest *manifest;
+	Bundle bundle;
+} VmCompanion;
+
+#define VM_LAUNCH_COMPANIONS_MAX 3 /* a VM holds four app shares */
+#define VM_LAUNCH_MEM_ONE_MIB 512
+#define VM_LAUNCH_MEM_CONTEXT_MIB 768 /* one app with a /context scope (SPEC 8.3) */
+#define VM_LAUNCH_MEM_SEVERAL_MIB 1024
+
 typedef struct VmLaunch {
 	const char *prefix; /* "[berth:dev] " */
+	const char *apps_arg; /* --apps a,b: set before vm_launch_load(), which loads them */
+	VmCompanion companions[VM_LAUNCH_COMPANIONS_MAX];
+	size_t n_companions;
 	char *app_dir;	    /* absolute */
 	char *name;	    /* the app's name in berth.yml */
 	char *vm_name;	    /* berth-vmm --name */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -12,6 +13,7 @@
 
 #include "fileio.h"
 #include "macros.h"
+#include "paths.h"
 #include "rundir.h"
 #include "term-text.h"
 #include "time-util.h"
@@ -210,4 +212,59 @@ int vm_wait_ready(const char *run_dir, unsigned n_apps, int timeout_ms, char *re
 	line_reader_done(&lr);
 	close(fd);
 	return r < 0 ? r : 0;
+}
+
+int vm_find_app(const char *app, char **ret_vm_name, char **ret_dir, int *ret_index)
+{
+	_cleanup_free_ char *root = berth_run_root();
+	char *names[2] = {NULL, NULL};
+	int r = -ENOENT;
+
+	if (!root)
+		return -ENOMEM;
+	if (asprintf(&names[0], "berth-dev-%s", app) < 0)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2 && r < 0; pass++) {
+		_cleanup_(json_decrefp) json_t *list = json_array();
+		struct dirent **ents = NULL;
+		int n = 0;
+
+		if (pass == 0)
+			json_array_append_new(list, json_string(names[0]));
+		else if ((n = scandir(root, &ents, NULL, alphasort)) > 0) {
+			for (int i = 0; i < n; i++) {
+				if (vm_name_valid(ents[i]->d_name))
+					json_array_append_new(list, json_string(ents[i]->d_name));
+				free(ents[i]);
+			}
+			free(ents);
+		}
+		for (size_t i = 0; i < json_array_size(list) && r < 0; i++) {
+			_cleanup_free_ char *dir =
+				berth_run_dir(json_string_value(json_array_get(list, i)));
+			_cleanup_(json_decrefp) json_t *vm = NULL;
+			json_t *a;
+			size_t k;
+			pid_t pid;
+
+			if (!dir || rundir_inspect(dir, &pid) != RUNDIR_RUNNING)
+				continue;
+			vm = vm_json_load(dir);
+			json_array_foreach(json_object_get(vm, "apps"), k, a) {
+				if (streq(json_string_value(json_object_get(a, "name")) ?: "",
+					  app)) {
+					*ret_index = (int)json_integer_value(
+						json_object_get(a, "index"));
+					if (ret_vm_name)
+						*ret_vm_name = strdup(json_string_value(
+							json_array_get(list, i)));
+					*ret_dir = TAKE_PTR(dir);
+					r = 0;
+					break;
+				}
+			}
+		}
+	}
+	free(names[0]);
+	return r;
 }

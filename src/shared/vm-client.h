@@ -42,6 +42,13 @@ bool vm_log_line_print(FILE *f, const char *line, size_t len);
 json_t *vm_json_load(const char *run_dir);
 
 /*
+ * vm_find_app() - the running VM that has an app named @app: berth dev's VM of that name
+ * first (berth-dev-<app>), then every running VM, by name. Its name (may be NULL), run dir
+ * and the app's index in it. Returns 0, -ENOENT, or -ENOMEM.
+ */
+int vm_find_app(const char *app, char **ret_vm_name, char **ret_dir, int *ret_index);
+
+/*
  * Following a boot on the control port: feed each event to vm_readiness_event(), which
  * returns 1 once boot_complete and app_ready for @n_apps apps were seen, 0 while the boot
  * goes on, and -EIO when it failed, an app exited before it was ready or the VM powered off

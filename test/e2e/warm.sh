@@ -57,9 +57,11 @@ marker=marker-$(rand)
 
 # --- The snapshot: made at install, private, refused by no one yet.
 "$berth" vm install --from "$artifacts" --no-download --vmm "$vmm" >"$BERTH_HOME/install.log" 2>&1
-check "berth vm install makes the warm-start snapshot" grep -q "^snapshot [0-9a-f]* made in" "$BERTH_HOME/install.log"
-snapdir=$(ls -d "$BERTH_HOME"/vm/snapshots/*/ 2>/dev/null | head -1)
-snapdir=${snapdir%/}
+check "berth vm install makes a warm-start snapshot for each VM size (512, 768, 1024 MiB)" \
+	test "$(grep -c "^snapshot [0-9a-f]* made in" "$BERTH_HOME/install.log")" = 3
+# The one of a one-app VM's size, which the apps here boot with.
+snapdir=$(grep -l '"memMiB": 512' "$BERTH_HOME"/vm/snapshots/*/snapshot.json 2>/dev/null | head -1)
+snapdir=${snapdir%/snapshot.json}
 check "the snapshot and its record are 0600, in a 0700 directory" \
 	test "$(stat -c %a "$snapdir/vm.snap" "$snapdir/snapshot.json" "$snapdir" 2>/dev/null | tr '\n' ' ')" = "600 600 700 "
 sha=$(json_get "$snapdir/snapshot.json" sha256 2>/dev/null)

@@ -74,6 +74,14 @@ int mcp_find_running(Mcp *c)
 		if (rundir_inspect(dir, &pid) == RUNDIR_RUNNING)
 			return use_vm(c, name);
 	}
+	/* A companion of another app's VM (berth dev --apps). */
+	if (!c->container) {
+		_cleanup_free_ char *name = NULL, *dir = NULL;
+		int index;
+
+		if (vm_find_app(c->l.name, &name, &dir, &index) >= 0 && name)
+			return use_vm(c, name);
+	}
 	return -ENOENT;
 }
 

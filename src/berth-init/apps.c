@@ -22,6 +22,7 @@
 #include "fd-splice.h"
 #include "fileio.h"
 #include "github.h"
+#include "grants.h"
 #include "journal.h"
 #include "macros.h"
 #include "publish-relay.h"
@@ -90,6 +91,7 @@ struct App {
 	char refused[512];
 	bool share_mounted;
 	unsigned reloads; /* how many times its share was replaced in place */
+	bool governs;	  /* governs: true in its berth.yml (the boot plan says) */
 };
 
 typedef enum ReloadPhase {
@@ -125,6 +127,7 @@ static const json_t *apps_secrets;
 static App apps[APPS_MAX];
 static unsigned n_apps;
 static EvSource *pending_timer;
+static int governor_app = -1; /* index of the app that governs the others' calls */
 static int egress_app = -1; /* index of the app the egress broker serves */
 static int github_app = -1; /* index of the app the GitHub broker serves */
 static bool launching;	    /* waiting for the brokers before starting the apps */
@@ -210,6 +213,7 @@ int apps_prepare(EvLoop *loop, const json_t *plan, const json_t *secrets)
 			return r;
 		a->python = share_is_python(a);
 		a->reports = json_object();
+		a->governs = json_is_true(json_object_get(entry_i, "governs"));
 		/* A policy that does not check out refuses this app, not the VM. */
 		if (confine_install_policy(a->name, a->uid, json_object_get(entry_i, "policy"),
 					   json_object_get(entry_i, "warnings"), &a->conf,
@@ -598,6 +602,17 @@ int apps_setup_identities(void)
 	}
 	if (r < 0)
 		return r;
+	{
+		GrantApp list[APPS_MAX];
+
+		for (unsigned i = 0; i < n_apps; i++)
+			list[i] = (GrantApp){apps[i].name, apps[i].uid,
+					     apps[i].state == APP_REFUSED ? NULL : apps[i].conf.policy,
+					     apps[i].governs};
+		r = grants_setup(list, n_apps, &governor_app);
+		if (r < 0)
+			return r;
+	}
 	journal_event("identities",
 		      json_pack("{s:i, s:i}", "apps", (int)n_apps, "uidBase", APP_UID_BASE));
 	r = precreate_write_paths();
@@ -788,6 +803,9 @@ static int build_env(const App *a, Env *e)
 	env_set(e, "BERTH_APP_SUPPLEMENTARY_GIDS", buf);
 	if (a->egress)
 		env_set(e, "BERTH_EGRESS_PROXY_URL", EGRESS_PROXY_URL);
+	/* Every call to a governed app is first put to the governor (fail closed). */
+	if (governor_app >= 0 && (int)a->index != governor_app)
+		env_set(e, "BERTH_GOVERNANCE_APP", apps[governor_app].name);
 	for (const char *const *c = context_app_env(); *c; c++) {
 		const char *eq = strchr(*c, '=');
 

@@ -565,6 +565,23 @@ static int check_publish(Vmm *v)
 	return 0;
 }
 
+/* At most one app of a VM governs the others' calls (SPEC 9.2). */
+static int check_governor(const Vmm *v)
+{
+	char names[VMM_APPS_MAX * 72] = "";
+	unsigned n = 0;
+
+	for (size_t i = 0; i < v->n_apps; i++)
+		if (json_is_true(json_object_get(v->apps[i].manifest, "governs")))
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 n++ ? ", " : "", v->apps[i].name);
+	if (n > 1)
+		return log_error(
+			"at most one app may declare governs: true when running multiple apps together — found %u: %s",
+			n, names);
+	return 0;
+}
+
 /* The boot disk (boot-disk.h): the plan and the secrets, in a file that has no name. */
 static int build_boot_disk(Vmm *v)
 {
@@ -576,10 +593,15 @@ static int build_boot_disk(Vmm *v)
 		char share[16];
 
 		snprintf(share, sizeof(share), "app%zu", i);
-		json_array_append_new(apps, json_pack("{s:s, s:s, s:o, s:O}", "name",
-						      v->apps[i].name, "share", share, "policy",
-						      capability_policy_to_json(v->apps[i].policy),
-						      "warnings", v->apps[i].warnings));
+		json_t *entry = json_pack("{s:s, s:s, s:o, s:O}", "name", v->apps[i].name, "share",
+					  share, "policy",
+					  capability_policy_to_json(v->apps[i].policy), "warnings",
+					  v->apps[i].warnings);
+
+		/* The guest gives the governor a way in from every other app (grants.h). */
+		if (entry && json_is_true(json_object_get(v->apps[i].manifest, "governs")))
+			json_object_set_new(entry, "governs", json_true());
+		json_array_append_new(apps, entry);
 	}
 	/* The ports only: the guest finds their app from the same table (publish.h). */
 	for (size_t i = 0; publish && i < v->args.n_publish; i++)
@@ -919,6 +941,8 @@ static int prepare(Vmm *v)
 	r = compile_policies(v);
 	if (r >= 0)
 		r = check_publish(v);
+	if (r >= 0)
+		r = check_governor(v);
 	if (r >= 0)
 		r = build_boot_disk(v);
 	if (r >= 0)

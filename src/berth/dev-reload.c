@@ -127,6 +127,11 @@ int dev_reload_start(EvLoop *loop, const char *run_dir, const char *name, const 
 		snprintf(why, whylen, "the secrets it declares changed");
 		return -ESTALE;
 	}
+	/* The other apps' ways in to a governor are made at boot (berth-init's grants.h). */
+	if (manifest_governs(now) != manifest_governs(booted)) {
+		snprintf(why, whylen, "whether it governs the other apps changed");
+		return -ESTALE;
+	}
 	k = share_digest(bundle_dir, &d, why, whylen);
 	if (k >= 0)
 		k = share_pack(bundle_dir, image, why, whylen);

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 14
+plan 15
 trap 'kill -INT $dev_pid 2>/dev/null; sleep 1; kill -9 $dev_pid 2>/dev/null; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 install_artifacts || { diag <"$BERTH_HOME/install.log"; exit 1; }
 json_get() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[int(k) if k.isdigit() else k] for k in sys.argv[2:]]; print(v)' "$@"; }
@@ -64,6 +64,25 @@ check "berth rpc reaches a companion by its name" \
 	sh -c "'$berth' rpc code-editor --export open_file --input '{\"path\":\"a.txt\"}' | grep -q 'from the main app'"
 check "and the companions hear the main app on the context bus" \
 	sh -c "'$berth' rpc activity-feed --export get_recent_activity | grep -q '\"path\": \"a.txt\"'"
+# berth mcp of a companion attaches to the VM it runs in.
+python3 - "$berth" "$ws/code-editor" >"$BERTH_HOME/mcp.out" 2>"$BERTH_HOME/mcp.err" <<'PY'
+import json, subprocess, sys
+msgs = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "open_file", "arguments": {"path": "a.txt"}}},
+]
+p = subprocess.run([sys.argv[1], "mcp", "--app", "code-editor", "--app-dir", sys.argv[2]],
+                   input="".join(json.dumps(m) + "\n" for m in msgs), capture_output=True, text=True, timeout=120)
+sys.stderr.write(p.stderr)
+for line in p.stdout.splitlines():
+    r = json.loads(line)
+    if r.get("id") == 2:
+        print(r["result"]["content"][0]["text"])
+PY
+check "berth mcp of a companion attaches to the VM it runs in, and calls it" sh -c "
+	grep -q 'attached to the running VM \"berth-dev-filesystem\"' '$BERTH_HOME/mcp.err' &&
+	grep -q 'from the main app' '$BERTH_HOME/mcp.out'"
 boot=$(json_get "$vmjson" bootId)
 echo "export const devAppsRevision = 1;" >>"$ws/filesystem/src/index.ts"
 for ((i = 0; i < 1500; i++)); do grep -q '^Reloaded' "$log" && break; sleep 0.2; done

@@ -12,14 +12,14 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 21
+plan 24
 trap 'kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 install_artifacts || { diag <"$BERTH_HOME/install.log"; exit 1; }
 shares=$BERTH_HOME/shares
 state=$BERTH_HOME/state.img
 run=$BERTH_HOME/run/vm/together
 mkdir -p "$shares"
-for a in filesystem code-editor activity-feed hello-world-py; do
+for a in filesystem code-editor activity-feed hello-world-py notes; do
 	node "$src/sdk/node/bundle.mjs" "$src/apps/$a" "$shares/$a" >/dev/null || { echo "Bail out! cannot bundle $a"; exit 1; }
 done
 call() { out=$("$berth" rpc "$1" --export "$2" --input "${3:-{\}}" 2>&1); }
@@ -131,5 +131,28 @@ says "and the index its tags" '[x["path"] for x in r["results"]] == ["plans/road
 check "the index reopened what it had: nothing to update" logged '\[semantic-fs\] indexed /context: 2 files, 0 updated, 0 removed'
 call activity-feed get_recent_activity
 says "activity-feed starts empty: it keeps nothing on disk" 'r["events"] == []'
+"$berth" vm stop together >/dev/null 2>&1
+
+# --- boot 3: notes, activity-feed and two bus probes ------------------------------------------
+for a in pub sub; do
+	rm -rf "$BERTH_HOME/src-$a" && cp -r "$src/test/e2e/fixtures/busprobe" "$BERTH_HOME/src-$a"
+	sed -i "s/^name: busprobe/name: $a/" "$BERTH_HOME/src-$a/berth.yml"
+	node "$src/sdk/node/bundle.mjs" "$BERTH_HOME/src-$a" "$shares/$a" >/dev/null
+done
+"$vmm" run --name together --app "$shares/notes" --app "$shares/activity-feed" --app "$shares/pub" \
+	--app "$shares/sub" --mem 1536 2>"$BERTH_HOME/vmm-run3.log" && wait_state together running 300
+for a in notes activity-feed pub sub; do logged "\"$a\" ready" 300 || break; done
+call notes add_note '{"text":"first"}'
+call notes add_note '{"text":"second"}'
+sleep 2
+call activity-feed get_recent_activity
+says "notes publishes notes.added, and the feed lists it newest first" \
+	'[(e["topic"], e["payload"]["text"]) for e in r["events"]][:2] == [("notes.added", "second"), ("notes.added", "first")]'
+call pub spoof '{"claim":"notes"}'
+check "a register under another app's name is recorded under the real one" \
+	logged '\[context-bus\] {"event":"register_name_overridden","conn":[0-9]*,"uid":10002,"pid":[0-9]*,"claimed":"notes","app":"pub"}'
+call pub oversize
+call sub roundtrip
+says "a frame far over the cap does not kill the bus: it still delivers" 'r == {"delivered": True}'
 "$berth" vm stop together >/dev/null 2>&1
 finish

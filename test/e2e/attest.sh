@@ -28,7 +28,8 @@ wait_state e2e-attest running 240 || { diag <"$BERTH_HOME/run.log"; }
 boot=$(json "$BERTH_HOME/run/vm/e2e-attest/vm.json" 'r["bootId"]' 2>/dev/null)
 # The app is confined and serving once the guest says it is ready.
 for ((i = 0; i < 300; i++)); do
-	"$berth" vm status e2e-attest --json 2>/dev/null | grep -q '"ready"' && break
+	"$berth" vm status e2e-attest --json 2>/dev/null | python3 -c '
+import json,sys; apps=json.load(sys.stdin)["vms"][0]["guest"]["apps"]; sys.exit(apps[0]["state"] != "ready")' 2>/dev/null && break
 	sleep 0.2
 done
 "$berth" vm stop e2e-attest >"$BERTH_HOME/stop.log" 2>&1

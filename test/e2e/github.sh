@@ -308,7 +308,7 @@ import json,sys
 ev=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 refused={e["app"] for e in ev if e.get("event")=="app_refused"}
 ready={e["app"] for e in ev if e.get("event")=="app_ready"}
-sys.exit(not(refused=={"ghprobe","ghprobe2"} and ready=={"echo"} and not any(e.get("event")=="daemon_started" for e in ev)))' "$BERTH_HOME/events4.txt"
+sys.exit(not(refused=={"ghprobe","ghprobe2"} and ready=={"echo"} and not any(e.get("event")=="daemon_started" and e.get("daemon")=="github-api-broker" for e in ev)))' "$BERTH_HOME/events4.txt"
 "$berth" vm stop e2e-github-two >/dev/null 2>&1
 
 # --- boot 5: github-assistant, live ---------------------------------------------------------

@@ -235,7 +235,8 @@ function bareBerth(parent, { withYaml = false } = {}) {
 	const berth = join(parent, `berth-${++n}`);
 	mkdirSync(join(berth, "sdk", "node"), { recursive: true });
 	writeFileSync(join(berth, "package.json"), JSON.stringify({ name: "berth", private: true }));
-	for (const f of ["package.json", "runtime.mjs", "index.d.ts", "src", "proto"]) cpSync(join(SDK, f), join(berth, "sdk", "node", f), { recursive: true });
+	for (const f of ["package.json", "runtime.mjs", "index.d.ts", "src"]) cpSync(join(SDK, f), join(berth, "sdk", "node", f), { recursive: true });
+	cpSync(join(ROOT, "sdk", "context_bus.proto"), join(berth, "sdk", "context_bus.proto"));
 	cpSync(BUNDLER, join(berth, "sdk", "node", "bundle.mjs"));
 	cpSync(join(ROOT, "sdk", "capability-model.json"), join(berth, "sdk", "capability-model.json"));
 	if (withYaml) cpSync(join(ROOT, "node_modules", "yaml"), join(berth, "node_modules", "yaml"), { recursive: true });

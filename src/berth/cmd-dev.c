@@ -590,6 +590,14 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 		ev_exit(d->loop, d->exit_code);
 		return;
 	}
+	/* Watch before saying ready: a change saved right after the ready line is not lost. */
+	r = start_watching(d);
+	if (r < 0) {
+		log_error_errno(r, "cannot watch the app: %m");
+		d->exit_code = 1;
+		ev_exit(d->loop, 1);
+		return;
+	}
 	vm = vm_json_load(l->run_dir);
 	printf("VM ready in %lld ms (bundle %lld ms, %s, %s %lld ms). boot %s, berth-vmm pid %lld\n",
 	       now_ms() - d->t0, l->bundle.ms,
@@ -604,9 +612,7 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 	say("run dir %s; call it with `berth rpc %s --export <name>`", l->run_dir, l->name);
 	fflush(stdout);
 	print_published(d);
-	r = start_watching(d);
-	if (r >= 0)
-		r = ev_add_time_relative(d->loop, &d->reattach, EV_USEC_INFINITY, on_reattach, d);
+	r = ev_add_time_relative(d->loop, &d->reattach, EV_USEC_INFINITY, on_reattach, d);
 	if (r >= 0)
 		r = ev_source_set_enabled(d->reattach, EV_OFF);
 	if (r >= 0)

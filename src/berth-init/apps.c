@@ -128,9 +128,9 @@ static App apps[APPS_MAX];
 static unsigned n_apps;
 static EvSource *pending_timer;
 static int governor_app = -1; /* index of the app that governs the others' calls */
-static int egress_app = -1; /* index of the app the egress broker serves */
-static int github_app = -1; /* index of the app the GitHub broker serves */
-static bool launching;	    /* waiting for the brokers before starting the apps */
+static int egress_app = -1;   /* index of the app the egress broker serves */
+static int github_app = -1;   /* index of the app the GitHub broker serves */
+static bool launching;	      /* waiting for the brokers before starting the apps */
 static unsigned brokers_pending;
 static void (*launch_none_started)(void);
 
@@ -533,7 +533,8 @@ int apps_setup_identities(void)
 
 		if (!(k == 0 ? context_bus_present() : semantic_fs_present()))
 			continue;
-		if (asprintf(&next, "%s%s:x:%u:\n", groups, k == 0 ? CONTEXT_BUS_USER : SEMANTIC_FS_USER,
+		if (asprintf(&next, "%s%s:x:%u:\n", groups,
+			     k == 0 ? CONTEXT_BUS_USER : SEMANTIC_FS_USER,
 			     k == 0 ? CONTEXT_BUS_UID : SEMANTIC_FS_UID) < 0)
 			return -ENOMEM;
 		free(groups);
@@ -607,7 +608,8 @@ int apps_setup_identities(void)
 
 		for (unsigned i = 0; i < n_apps; i++)
 			list[i] = (GrantApp){apps[i].name, apps[i].uid,
-					     apps[i].state == APP_REFUSED ? NULL : apps[i].conf.policy,
+					     apps[i].state == APP_REFUSED ? NULL
+									  : apps[i].conf.policy,
 					     apps[i].governs};
 		r = grants_setup(list, n_apps, &governor_app);
 		if (r < 0)
@@ -1033,7 +1035,8 @@ void apps_setup_context(bool persistent)
 	ContextApp list[APPS_MAX];
 
 	for (unsigned i = 0; i < n_apps; i++)
-		list[i] = (ContextApp){apps[i].name, apps[i].uid, reads_context(apps[i].conf.policy)};
+		list[i] =
+			(ContextApp){apps[i].name, apps[i].uid, reads_context(apps[i].conf.policy)};
 	context_setup(list, n_apps, persistent);
 }
 
@@ -1240,13 +1243,15 @@ static void reload_child_exited(App *a)
 	/* The new version died before it was ready. The VM stays up, its share mounted, for
 	 * the next version: the next app_stop unmounts it. */
 	if (WIFEXITED(a->status))
-		snprintf(why, sizeof(why),
-			 "the new version exited with status %d before it was ready; its log says why",
-			 WEXITSTATUS(a->status));
+		snprintf(
+			why, sizeof(why),
+			"the new version exited with status %d before it was ready; its log says why",
+			WEXITSTATUS(a->status));
 	else
-		snprintf(why, sizeof(why),
-			 "the new version was killed by signal %d before it was ready; its log says why",
-			 WTERMSIG(a->status));
+		snprintf(
+			why, sizeof(why),
+			"the new version was killed by signal %d before it was ready; its log says why",
+			WTERMSIG(a->status));
 	reload_finish(RELOAD_STOPPED, -EIO, why);
 }
 
@@ -1302,9 +1307,10 @@ int apps_reload_start(const char *name, const char *policy_sha256, const char *t
 	 * it was set up with (cgroup, write paths, brokers), so only the same policy reloads
 	 * in place. Anything else needs a new VM. */
 	if (!policy_sha256 || !streq(policy_sha256, a->conf.policy_sha256)) {
-		snprintf(err, errlen,
-			 "the new version's policy (sha256 %.12s) is not the one app \"%s\" runs under (%.12s): restart the VM to apply it",
-			 policy_sha256 ?: "none", a->name, a->conf.policy_sha256);
+		snprintf(
+			err, errlen,
+			"the new version's policy (sha256 %.12s) is not the one app \"%s\" runs under (%.12s): restart the VM to apply it",
+			policy_sha256 ?: "none", a->name, a->conf.policy_sha256);
 		return -EPERM;
 	}
 	snprintf(serial, sizeof(serial), "app%u", a->index);
@@ -1322,9 +1328,9 @@ int apps_reload_start(const char *name, const char *policy_sha256, const char *t
 	a->stopped = false;
 	a->status = 0;
 	a->reloads++;
-	journal_event("app_reload", json_pack("{s:s, s:s, s:s, s:i}", "app", a->name, "phase",
-					      "share", "treeSha256", tree_sha256 ?: "",
-					      "reloads", (int)a->reloads));
+	journal_event("app_reload",
+		      json_pack("{s:s, s:s, s:s, s:i}", "app", a->name, "phase", "share",
+				"treeSha256", tree_sha256 ?: "", "reloads", (int)a->reloads));
 	r = start_app(a);
 	if (r < 0) {
 		a->state = APP_EXITED;

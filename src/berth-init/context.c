@@ -64,8 +64,7 @@ bool semantic_fs_present(void)
 }
 
 /* The daemon's table of the apps: who a uid is, by berth-init's word (root:@gid 0640). */
-static int write_apps(const char *path, const ContextApp *apps, size_t n, bool with_read,
-		      gid_t gid)
+static int write_apps(const char *path, const ContextApp *apps, size_t n, bool with_read, gid_t gid)
 {
 	_cleanup_(json_decrefp) json_t *list = json_array(), *doc = NULL;
 	_cleanup_free_ char *text = NULL;
@@ -105,12 +104,12 @@ static int setup_bus(const ContextApp *apps, size_t n, char *why, size_t whylen)
 	if (r >= 0)
 		r = daemon_write_policy(
 			BUS_POLICY,
-			json_pack("{s:i, s:s, s:[], s:[s, s], s:[s, s], s:[], s:b, s:[], s:[], s:{}}",
-				  "schema", POLICY_SCHEMA, "appName", CONTEXT_BUS_USER,
-				  "declaredCapabilities", "writePaths", "/dev/null", "/tmp",
-				  "readPaths", "/usr", BUS_DIR, "networkPorts",
-				  "networkUnrestricted", 0, "meshPeers", "bindPorts",
-				  "cgroupLimits"),
+			json_pack(
+				"{s:i, s:s, s:[], s:[s, s], s:[s, s], s:[], s:b, s:[], s:[], s:{}}",
+				"schema", POLICY_SCHEMA, "appName", CONTEXT_BUS_USER,
+				"declaredCapabilities", "writePaths", "/dev/null", "/tmp",
+				"readPaths", "/usr", BUS_DIR, "networkPorts", "networkUnrestricted",
+				0, "meshPeers", "bindPorts", "cgroupLimits"),
 			CONTEXT_BUS_UID);
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot write %s: %s", BUS_POLICY, strerror(-r));
@@ -142,8 +141,8 @@ static int setup_sfs(const ContextApp *apps, size_t n, bool persistent, char *wh
 			return daemon_why(why, whylen, "cannot create %s: %s", SFS_STATE,
 					  strerror(-r));
 		if (mount(SFS_STATE, SFS_INDEX, NULL, MS_BIND, NULL) < 0 ||
-		    mount(NULL, SFS_INDEX, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  NULL) < 0)
+		    mount(NULL, SFS_INDEX, NULL,
+			  MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 			return daemon_why(why, whylen, "cannot mount %s on %s: %s", SFS_STATE,
 					  SFS_INDEX, strerror(errno));
 	}
@@ -180,16 +179,16 @@ void context_setup(const ContextApp *apps, size_t n, bool persistent)
 	if (context_bus_present()) {
 		ctx.bus_set_up = setup_bus(apps, n, why, sizeof(why)) >= 0;
 		if (!ctx.bus_set_up)
-			journal_event("daemon_refused", json_pack("{s:s, s:s}", "daemon", "context-bus",
-								  "reason", why));
+			journal_event("daemon_refused", json_pack("{s:s, s:s}", "daemon",
+								  "context-bus", "reason", why));
 	} else
 		journal_event("daemon_absent", json_pack("{s:s, s:s}", "daemon", "context-bus",
 							 "binary", BUS_BINARY));
 	if (semantic_fs_present()) {
 		ctx.sfs_set_up = setup_sfs(apps, n, persistent, why, sizeof(why)) >= 0;
 		if (!ctx.sfs_set_up)
-			journal_event("daemon_refused", json_pack("{s:s, s:s}", "daemon", "semantic-fs",
-								  "reason", why));
+			journal_event("daemon_refused", json_pack("{s:s, s:s}", "daemon",
+								  "semantic-fs", "reason", why));
 	} else
 		journal_event("daemon_absent", json_pack("{s:s, s:s}", "daemon", "semantic-fs",
 							 "binary", SFS_BINARY));

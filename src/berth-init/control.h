@@ -31,8 +31,7 @@ typedef struct ControlHandlers {
 	int (*resume)(const json_t *req, char *err, size_t errlen, void *userdata);
 	/* A reload in place's "app_stop" or "app_start" (@op): 0 when it is under way and
 	 * control_reply_deferred() will answer, or -errno with why in @err to answer now. */
-	int (*reload)(const char *op, const json_t *req, char *err, size_t errlen,
-		      void *userdata);
+	int (*reload)(const char *op, const json_t *req, char *err, size_t errlen, void *userdata);
 	void *userdata;
 } ControlHandlers;
 

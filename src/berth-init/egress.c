@@ -81,7 +81,7 @@ int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_pa
 		return daemon_why(why, whylen, "cannot create %s: %s", EGRESS_DIR, strerror(errno));
 	if (chown(EGRESS_DIR, 0, EGRESS_UID) < 0 || chmod(EGRESS_DIR, 0750) < 0)
 		return daemon_why(why, whylen, "cannot give %s to the broker: %s", EGRESS_DIR,
-			    strerror(errno));
+				  strerror(errno));
 	/* A copy the broker reads once: root's, so nothing the broker does can change it. */
 	r = read_full_file(policy_path, POLICY_FILE_SIZE_MAX, &policy, &size);
 	if (r >= 0)
@@ -90,7 +90,7 @@ int egress_setup(EvLoop *loop, MuxIo *io, const char *app, const char *policy_pa
 		r = -errno;
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot copy %s to %s: %s", policy_path, POLICY_COPY,
-			    strerror(-r));
+				  strerror(-r));
 	r = write_broker_policy();
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot write %s: %s", BROKER_POLICY, strerror(-r));

@@ -98,7 +98,7 @@ int github_setup(EvLoop *loop, MuxIo *io, const char *app, gid_t app_gid, const 
 		r = -errno;
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot copy %s to %s: %s", policy_path, POLICY_COPY,
-			    strerror(-r));
+				  strerror(-r));
 	r = write_broker_policy();
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot write %s: %s", BROKER_POLICY, strerror(-r));
@@ -106,7 +106,7 @@ int github_setup(EvLoop *loop, MuxIo *io, const char *app, gid_t app_gid, const 
 	if (daemon_make_dir(GITHUB_CERT_DIR, 0700, GITHUB_UID, GITHUB_UID) < 0 ||
 	    daemon_make_dir(BROKER_TMP, 0700, GITHUB_UID, GITHUB_UID) < 0)
 		return daemon_why(why, whylen, "cannot create the broker's directories: %s",
-			    strerror(errno));
+				  strerror(errno));
 	r = dial_socket_listen(loop, io, DIAL_SOCKET, GITHUB_UID, &gh.dial);
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot serve %s: %s", DIAL_SOCKET, strerror(-r));
@@ -142,16 +142,19 @@ static int narrow_cert_dir(char *why, size_t whylen)
 	int r;
 
 	if (dfd < 0)
-		return daemon_why(why, whylen, "cannot open %s: %s", GITHUB_CERT_DIR, strerror(errno));
+		return daemon_why(why, whylen, "cannot open %s: %s", GITHUB_CERT_DIR,
+				  strerror(errno));
 	if (fchown(dfd, 0, gh.app_gid) < 0 || fchmod(dfd, 0750) < 0)
-		return daemon_why(why, whylen, "cannot narrow %s: %s", GITHUB_CERT_DIR, strerror(errno));
+		return daemon_why(why, whylen, "cannot narrow %s: %s", GITHUB_CERT_DIR,
+				  strerror(errno));
 	for (size_t i = 0; i < 2; i++) {
 		const char *name = i == 0 ? "ca.crt" : "ca-bundle.crt";
 
 		r = take_file(dfd, name);
 		if (r < 0)
-			return daemon_why(why, whylen, "the broker's %s/%s is not a file of its own: %s",
-				    GITHUB_CERT_DIR, name, strerror(-r));
+			return daemon_why(why, whylen,
+					  "the broker's %s/%s is not a file of its own: %s",
+					  GITHUB_CERT_DIR, name, strerror(-r));
 	}
 	return 0;
 }

@@ -70,13 +70,15 @@ int grants_setup(const GrantApp *apps, size_t n, int *ret_governor)
 				continue;
 			}
 			if (target)
-				snprintf(line, sizeof(line),
-					 "[berth-init] WARNING: \"%s\" declares %s, which names itself — ignoring",
-					 apps[i].name, cap);
+				snprintf(
+					line, sizeof(line),
+					"[berth-init] WARNING: \"%s\" declares %s, which names itself — ignoring",
+					apps[i].name, cap);
 			else
-				snprintf(line, sizeof(line),
-					 "[berth-init] WARNING: \"%s\" declares %s, but no app named \"%s\" is in this VM — ignoring",
-					 apps[i].name, cap, target_name);
+				snprintf(
+					line, sizeof(line),
+					"[berth-init] WARNING: \"%s\" declares %s, but no app named \"%s\" is in this VM — ignoring",
+					apps[i].name, cap, target_name);
 			journal_log(apps[i].name, "policy", line, strlen(line));
 		}
 	}

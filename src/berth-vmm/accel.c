@@ -91,8 +91,8 @@ void qemu_identify(const char *qemu, QemuIdentity *ret)
 
 		if (run_capture(argv, 10 * 1000, 4096, &out, &status) >= 0 && WIFEXITED(status) &&
 		    WEXITSTATUS(status) == 0)
-			snprintf(ret->version, sizeof(ret->version), "%.*s", (int)strcspn(out, "\n"),
-				 out);
+			snprintf(ret->version, sizeof(ret->version), "%.*s",
+				 (int)strcspn(out, "\n"), out);
 	}
 	snprintf(last_name, sizeof(last_name), "%s", qemu);
 	last = *ret;

@@ -219,10 +219,11 @@ static int begin(Reload *r, const json_t *req)
 	if (compile_new_policy(r, why, sizeof(why)) < 0)
 		return fail(r, true, "%s", why);
 	if (!streq(r->policy_sha256, r->app->policy_sha256))
-		return fail(r, true,
-			    "the new berth.yml compiles to another policy than the one \"%s\" runs under; "
-			    "the VM restarts to apply it",
-			    r->app->name);
+		return fail(
+			r, true,
+			"the new berth.yml compiles to another policy than the one \"%s\" runs under; "
+			"the VM restarts to apply it",
+			r->app->name);
 	k = send_step(r, json_pack("{s:s, s:s}", "op", "app_stop", "app", r->app->name));
 	if (k < 0)
 		return fail(r, true, "cannot reach the guest's control port: %s", strerror(-k));
@@ -271,8 +272,8 @@ static int step_answered(Reload *r, const json_t *o)
 		uint64_t t0;
 
 		if (!ok)
-			return fail(r, true, "the guest could not stop \"%s\": %.600s", r->app->name,
-				    error);
+			return fail(r, true, "the guest could not stop \"%s\": %.600s",
+				    r->app->name, error);
 		r->stop_ms = ms;
 		t0 = ev_time_now();
 		if (copy_image(r, why, sizeof(why)) < 0)
@@ -379,8 +380,8 @@ int reload_listen(const ReloadHost *host, Reload **ret)
 		return -ENOMEM;
 	r->host = *host;
 	r->listen_fd = r->image_fd = -EBADF;
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vmm.sock",
-			     host->vmm->run_dir) >= sizeof(sa.sun_path))
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vmm.sock", host->vmm->run_dir) >=
+	    sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	(void)unlink(sa.sun_path);
 	r->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

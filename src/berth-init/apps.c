@@ -17,6 +17,7 @@
 #include "apps.h"
 #include "confine.h"
 #include "context.h"
+#include "daemon.h"
 #include "disks.h"
 #include "egress.h"
 #include "fd-splice.h"
@@ -241,15 +242,6 @@ static int overlay_file(const char *src, const char *copy, const char *extra)
 		return -errno;
 	/* A bind mount keeps the original's flags; make the view read-only too. */
 	(void)mount(NULL, src, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
-	return 0;
-}
-
-static int make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid)
-{
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
-		return -errno;
-	if (chown(path, uid, gid) < 0 || chmod(path, mode) < 0)
-		return -errno;
 	return 0;
 }
 
@@ -596,10 +588,10 @@ int apps_setup_identities(void)
 		char path[96];
 
 		snprintf(path, sizeof(path), "/run/berth/%s", apps[i].name);
-		r = make_dir(path, 0711, apps[i].uid, apps[i].uid);
+		r = daemon_make_dir(path, 0711, apps[i].uid, apps[i].uid);
 		snprintf(path, sizeof(path), "/tmp/%s", apps[i].name);
 		if (r >= 0)
-			r = make_dir(path, 0700, apps[i].uid, apps[i].uid);
+			r = daemon_make_dir(path, 0700, apps[i].uid, apps[i].uid);
 	}
 	if (r < 0)
 		return r;

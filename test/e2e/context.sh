@@ -22,16 +22,6 @@ mkdir -p "$shares"
 for a in filesystem code-editor activity-feed hello-world-py notes; do
 	node "$src/sdk/node/bundle.mjs" "$src/apps/$a" "$shares/$a" >/dev/null || { echo "Bail out! cannot bundle $a"; exit 1; }
 done
-call() { out=$("$berth" rpc "$1" --export "$2" --input "${3:-{\}}" 2>&1); }
-# says WHAT PYTHON-EXPRESSION: the last answer, parsed as `r`, passes.
-says() {
-	if python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(not eval(sys.argv[2]))' "$out" "$2" 2>/dev/null; then
-		ok "$1"
-	else
-		not_ok "$1"
-		echo "$out" | diag
-	fi
-}
 # logged PATTERN [SECONDS]: the guest log (berth vm logs) has a line matching PATTERN.
 logged() {
 	local i

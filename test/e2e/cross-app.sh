@@ -25,19 +25,6 @@ share() {
 	for c in "$@"; do sed -i "/^capabilities:/a\\  - $c" "$src_dir/berth.yml"; done
 	node "$src/sdk/node/bundle.mjs" "$src_dir" "$shares/$name" >/dev/null
 }
-# call APP EXPORT JSON: the export's answer in $out.
-call() {
-	out=$("$berth" rpc "$1" --export "$2" --input "$3" 2>&1)
-}
-# says WHAT JSON-ASSERTION: the last answer, as `r`, passes.
-says() {
-	if python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(not eval(sys.argv[2]))' "$out" "$2" 2>/dev/null; then
-		ok "$1"
-	else
-		not_ok "$1"
-		echo "$out" | diag
-	fi
-}
 boot() {
 	"$vmm" run --name cross --app "$shares/alpha" --app "$shares/beta" "${more_apps[@]}" \
 		--state "$state" --mem 1024 2>"$BERTH_HOME/vmm-run.log" && wait_state cross running 180

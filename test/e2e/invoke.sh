@@ -23,15 +23,6 @@ share() {
 	for c in "$@"; do sed -i "s/^capabilities: \[\]/capabilities:\n  - $c/; /^capabilities:$/a\\  - $c" "$dir/berth.yml"; done
 	node "$src/sdk/node/bundle.mjs" "$dir" "$shares/$name" >/dev/null
 }
-call() { out=$("$berth" rpc "$1" --export "$2" --input "${3:-{\}}" 2>&1); }
-says() {
-	if python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(not eval(sys.argv[2]))' "$out" "$2" 2>/dev/null; then
-		ok "$1"
-	else
-		not_ok "$1"
-		echo "$out" | diag
-	fi
-}
 logs() { "$berth" vm logs apps >"$BERTH_HOME/logs.txt" 2>&1; }
 
 share alpha caller app:invoke:beta app:invoke:nosuch

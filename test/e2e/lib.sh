@@ -105,3 +105,15 @@ wait_for() {
 	done
 	return 1
 }
+
+# call APP EXPORT [JSON]: the export's answer, or the CLI's error, in $out.
+call() { out=$("$berth" rpc "$1" --export "$2" --input "${3:-{\}}" 2>&1); }
+# says WHAT PYTHON-EXPRESSION: the last answer, parsed as `r`, passes the expression.
+says() {
+	if python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(not eval(sys.argv[2]))' "$out" "$2" 2>/dev/null; then
+		ok "$1"
+	else
+		not_ok "$1"
+		echo "$out" | diag
+	fi
+}

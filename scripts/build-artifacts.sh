@@ -25,20 +25,23 @@ export DRIFT_FILE="$PWD/$out/drift.txt" REPRO_FILE="$PWD/$out/repro-failure.txt"
 scripts/build.sh
 vm/kernel/build.sh "$out"
 vm/rootfs/build.sh "$out" build
+vm/layers/browser/build.sh "$out" build
 
 check_kernel_pin "$out"
 check_rootfs_pin "$out"
+check_layer_pin "$out" browser
 
 if [ -s "$DRIFT_FILE" ]; then
 	if [ "${BERTH_PINS:-repo}" = build ]; then
 		say "pins: building berth-vmm with the fresh artifacts' pins (BERTH_PINS=build)"
 		scripts/build.sh -Dkernel_manifest="$PWD/$out/manifest-kernel.json" \
-			-Drootfs_manifest="$PWD/$out/manifest-rootfs.json"
+			-Drootfs_manifest="$PWD/$out/manifest-rootfs.json" \
+			-Dbrowser_layer_manifest="$PWD/$out/manifest-layer-browser.json"
 	else
 		say "pins: berth-vmm keeps the reviewed pins and will refuse these artifacts; run vm/repin to adopt them"
 	fi
 else
-	say "pins: the fresh build matches vm/kernel/manifest.json and vm/rootfs/manifest.json"
+	say "pins: the fresh build matches vm/kernel/manifest.json, vm/rootfs/manifest.json and vm/layers/browser/manifest.json"
 fi
 if [ -s "$REPRO_FILE" ]; then
 	say "REPRODUCIBILITY FAILURE (written to $out/repro-failure.txt, fails scripts/test.sh):"

@@ -11,6 +11,8 @@ packages=(
 	libjansson-dev libyaml-dev libseccomp-dev libcurl4-openssl-dev libssl-dev
 	# the terminal's web view (src/terminal-view)
 	libwebsockets-dev
+	# the browser layer's helper that writes x11vnc's password file (src/browser-layer)
+	libvncserver-dev
 	# the context bus (src/context-bus): protoc-c makes its C code from sdk/context_bus.proto
 	protobuf-c-compiler libprotobuf-c-dev
 	# the /context index (src/semantic-fs): SQLite with FTS5, linked statically

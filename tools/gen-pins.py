@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Turn the kernel and root-image pin manifests into a C header.
 
-Usage: gen-pins.py KERNEL_MANIFEST ROOTFS_MANIFEST OUT_HEADER
+Usage: gen-pins.py KERNEL_MANIFEST ROOTFS_MANIFEST BROWSER_LAYER_MANIFEST OUT_HEADER
 The manifests are the reviewed source of truth (vm/*/manifest.json); the header
 is what berth-vmm and the CLI compile in, so a binary can only boot what it was
 built to trust.
@@ -39,6 +39,10 @@ def main():
     k_sha, k_size = pin(kernel["kernel"], "kernel")
     i_sha, i_size = pin(kernel["initrd"], "initrd")
     r_sha, r_size = pin(rootfs["rootfs"], "rootfs")
+    layer = load(sys.argv[3], "layer")
+    if layer.get("name") != "browser":
+        sys.exit(f"{sys.argv[3]}: not the browser layer's manifest")
+    b_sha, b_size = pin(layer["layer"], "browser layer")
     # The brokers the image ships (vm/rootfs/build.sh); a manifest from before the list
     # ships only the egress broker, which every image has had.
     daemons = rootfs.get("daemons", ["egress-broker"])
@@ -54,13 +58,15 @@ def main():
         f"#define PIN_INITRD_SIZE {i_size}ULL",
         f"#define PIN_ROOTFS_SHA256 {cstr(r_sha)}",
         f"#define PIN_ROOTFS_SIZE {r_size}ULL",
+        f"#define PIN_LAYER_BROWSER_SHA256 {cstr(b_sha)}",
+        f"#define PIN_LAYER_BROWSER_SIZE {b_size}ULL",
         f"#define PIN_LINUX_RELEASE {cstr(kernel.get('linux', ''))}",
         f"#define PIN_ROOTFS_DAEMONS {cstr(','.join(daemons))}",
         f"#define PIN_KERNEL_PACKAGE {cstr(kernel.get('package', ''))}",
         f"#define PIN_KERNEL_PACKAGE_VERSION {cstr(kernel.get('packageVersion', ''))}",
         "",
     ]
-    with open(sys.argv[3], "w", encoding="utf-8") as f:
+    with open(sys.argv[4], "w", encoding="utf-8") as f:
         f.write("\n".join(out))
 
 

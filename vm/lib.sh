@@ -154,3 +154,29 @@ check_kernel_pin() {
 	[ -s "$out/initrd-tree.diff" ] && sed 's/^/    /' "$out/initrd-tree.diff" >> "$REPRO_FILE"
 	return 0
 }
+
+# check_layer_pin OUT NAME: as check_rootfs_pin, for the layer NAME (vm/layers/NAME):
+# its packages.lock or recipe changed, or only this source tree's files: drift; anything
+# else differing with both unchanged: a reproducibility failure.
+check_layer_pin() {
+	local out=$1 name=$2 pins=$berth_vm/layers/$2 want got st=0 why
+	rm -f "$out/layer-$name-tree.diff"
+	want=$(manifest_get "$pins/manifest.json" layer sha256)
+	got=$(manifest_get "$out/manifest-layer-$name.json" layer sha256)
+	[ "$want" = "$got" ] && return 0
+	drift "$name layer" "$want" "$got"
+	REPRO_TEXT=$out/layer-$name-tree.diff tree_diff "$pins/tree.lock" "$out/layer-$name-tree.lock" || st=$?
+	if ! cmp -s "$pins/packages.lock" "$out/layer-$name-packages.lock"; then
+		say "$name layer: packages.lock changed: Debian's archive moved. Review, then run vm/repin."
+	elif ((st & 4)); then
+		say "$name layer: its recipe changed (vm/layers/$name, vm/lib.sh or the tree scripts): review, then run vm/repin."
+	elif ((st & 2)); then
+		repro_failure "$name layer" "packages.lock and the recipe are unchanged, yet files from Debian's packages differ from vm/layers/$name/tree.lock:"
+		sed 's/^/    /' "$out/layer-$name-tree.diff" >> "$REPRO_FILE"
+	elif ((st & 1)); then
+		say "$name layer: only files from this source tree differ. Review, then run vm/repin."
+	else
+		why="the same tree gave a different layer: the pack depends on the machine"
+		repro_failure "$name layer" "$why"
+	fi
+}

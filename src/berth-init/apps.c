@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "apps.h"
+#include "browser.h"
 #include "confine.h"
 #include "context.h"
 #include "daemon.h"
@@ -78,6 +79,7 @@ struct App {
 	bool python;
 	bool egress; /* the one app the egress broker serves */
 	bool github; /* the one app the GitHub broker serves */
+	bool browser; /* the one app the display stack serves (browser.h) */
 	uid_t uid;
 	pid_t pid;
 	AppState state;
@@ -131,6 +133,7 @@ static EvSource *pending_timer;
 static int governor_app = -1; /* index of the app that governs the others' calls */
 static int egress_app = -1;   /* index of the app the egress broker serves */
 static int github_app = -1;   /* index of the app the GitHub broker serves */
+static int browser_app = -1;  /* index of the app the display stack serves */
 static bool launching;	      /* waiting for the brokers before starting the apps */
 static unsigned brokers_pending;
 static void (*launch_none_started)(void);
@@ -406,6 +409,29 @@ static bool reaches_port(const App *a, uint16_t port)
 	return reach;
 }
 
+/* The display stack serves one app, the one that declares browser:* (the CLI refuses two
+ * before boot; this refuses them all, failing closed). */
+static void plan_browser(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < n_apps; i++)
+		if (apps[i].state != APP_REFUSED && publish_policy_declares(apps[i].conf.policy, "browser")) {
+			apps[i].browser = true;
+			browser_app = (int)i;
+			n++;
+		}
+	if (n <= 1)
+		return;
+	for (unsigned i = 0; i < n_apps; i++)
+		if (apps[i].browser) {
+			refuse(&apps[i], NULL,
+			       "at most one app may declare a browser:* capability when running multiple apps together");
+			apps[i].browser = false;
+		}
+	browser_app = -1;
+}
+
 /*
  * The GitHub broker serves one app (SPEC 6.2), as the egress broker does: several apps
  * declaring github: refuses all of them; so does an image without the broker, and an app
@@ -483,6 +509,7 @@ int apps_setup_identities(void)
 		return 0;
 	plan_egress();
 	plan_github();
+	plan_browser();
 	for (unsigned i = 0; i < n_apps; i++) {
 		char *next = NULL;
 
@@ -575,6 +602,30 @@ int apps_setup_identities(void)
 		free(groups);
 		users = u;
 		groups = g;
+	}
+	if (browser_app >= 0) {
+		/* The display stack's three, outside group berth (browser.h). */
+		static const struct {
+			const char *user;
+			unsigned uid;
+		} stack[] = {{BROWSER_XVFB_USER, BROWSER_XVFB_UID},
+			     {BROWSER_VNC_USER, BROWSER_VNC_UID},
+			     {BROWSER_NOVNC_USER, BROWSER_NOVNC_UID}};
+
+		for (size_t k = 0; k < ELEMENTSOF(stack); k++) {
+			char *u = NULL, *g = NULL;
+
+			if (asprintf(&u, "%s%s:x:%u:%u:berth browser layer:/nonexistent:/usr/sbin/nologin\n",
+				     users, stack[k].user, stack[k].uid, stack[k].uid) < 0 ||
+			    asprintf(&g, "%s%s:x:%u:\n", groups, stack[k].user, stack[k].uid) < 0) {
+				free(u);
+				return -ENOMEM;
+			}
+			free(users);
+			free(groups);
+			users = u;
+			groups = g;
+		}
 	}
 	(void)mkdir("/run/berth", 0755);
 	(void)mkdir("/run/berth/etc", 0755);
@@ -806,6 +857,12 @@ static int build_env(const App *a, Env *e)
 		snprintf(buf, sizeof(buf), "%.*s", (int)(eq - *c), *c);
 		env_set(e, buf, eq + 1);
 	}
+	for (const char *const *c = a->browser ? browser_app_env() : NULL; c && *c; c++) {
+		const char *eq = strchr(*c, '=');
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)(eq - *c), *c);
+		env_set(e, buf, eq + 1);
+	}
 	for (size_t i = 0; a->github && github_app_env[i]; i++) {
 		const char *eq = strchr(github_app_env[i], '=');
 		char name[64];
@@ -974,6 +1031,16 @@ static void on_egress_ready(bool ok, const char *why, void *userdata)
 	broker_done();
 }
 
+static void on_browser_ready(bool ok, const char *why, void *userdata)
+{
+	if (!ok && browser_app >= 0) {
+		journal_event("browser_refused", json_pack("{s:[s], s:s}", "apps",
+							   apps[browser_app].name, "reason", why));
+		refuse(&apps[browser_app], NULL, why);
+	}
+	broker_done();
+}
+
 static void on_github_ready(bool ok, const char *why, void *userdata)
 {
 	if (!ok && github_app >= 0) {
@@ -989,19 +1056,23 @@ void apps_launch(void (*none_started)(void))
 	bool egress = egress_app >= 0 && apps[egress_app].state == APP_PENDING;
 	bool github = github_app >= 0 && apps[github_app].state == APP_PENDING;
 
+	bool browser = browser_app >= 0 && apps[browser_app].state == APP_PENDING &&
+		       browser_set_up();
 	unsigned context = context_daemons();
 
 	launch_none_started = none_started;
 	/* The daemons first: an app's first request must find its broker listening. */
-	if (!egress && !github && context == 0) {
+	if (!egress && !github && !browser && context == 0) {
 		launch_rest();
 		return;
 	}
 	launching = true;
 	/* Counted before any starts: a start that fails at once answers from here. */
-	brokers_pending = egress + github + context + 1;
+	brokers_pending = egress + github + browser + context + 1;
 	if (context > 0)
 		context_start(apps_loop, on_context_ready, NULL);
+	if (browser)
+		browser_start(apps_loop, on_browser_ready, NULL);
 	if (egress)
 		egress_start(on_egress_ready, NULL);
 	if (github)
@@ -1496,6 +1567,27 @@ static int rpc_accept(MuxIo *io, uint32_t port, void *userdata)
 		ev_source_set_enabled(pending_timer, EV_ONESHOT);
 	}
 	return sp[1];
+}
+
+/* The display stack for the one app that declares browser:* (browser.h); its VNC password is
+ * that app's BERTH_VNC_PASSWORD on the secrets disk. */
+void apps_setup_browser(void)
+{
+	const json_t *own;
+	char why[512];
+	App *a;
+
+	if (browser_app < 0 || apps[browser_app].state != APP_PENDING)
+		return;
+	a = &apps[browser_app];
+	own = json_object_get(json_object_get(apps_secrets, "apps"), a->name);
+	if (browser_setup(a->name, a->uid,
+			  json_string_value(json_object_get(own, "BERTH_VNC_PASSWORD")), why,
+			  sizeof(why)) < 0) {
+		journal_event("browser_refused",
+			      json_pack("{s:[s], s:s}", "apps", a->name, "reason", why));
+		refuse(a, NULL, why);
+	}
 }
 
 int apps_setup_publish(MuxIo *io)

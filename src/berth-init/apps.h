@@ -28,6 +28,7 @@ int apps_setup_identities(void);
 /* The context bus and the /context index for these apps (context.h); @persistent: the
  * state disk is mounted. */
 void apps_setup_context(bool persistent);
+void apps_setup_browser(void);
 /* Route channel ports 5000+i to the apps' RPC sockets. */
 int apps_listen_rpc(MuxIo *io);
 /* The egress broker's directory, policies and dial socket (routed to @io), when one app

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include "daemon.h"
 #include "journal.h"
+#include "parse-util.h"
 #include "policy.h"
 #include "macros.h"
 
@@ -37,24 +39,67 @@ static void ready_done(Daemon *d, bool ok, const char *why)
 
 	d->cb = NULL;
 	d->timer = ev_source_free(d->timer);
+	d->probe = ev_source_free(d->probe);
 	if (cb)
 		cb(ok, why, d->userdata);
 }
 
+static void now_ready(Daemon *d)
+{
+	d->state = DAEMON_READY;
+	journal_event("daemon_started",
+		      json_pack("{s:s, s:i, s:i, s:s, s:s}", "daemon", d->name, "pid", (int)d->pid,
+				"uid", (int)d->uid, "app", d->app, "listen", d->listen));
+	ready_done(d, true, NULL);
+}
+
 static void stream_line(Daemon *d, DaemonStream *s, const char *line, size_t len)
 {
-	size_t n = strlen(d->ready_line);
+	size_t n = d->ready_line ? strlen(d->ready_line) : 0;
 
 	journal_log(d->name, s->name, line, len);
-	if (d->state == DAEMON_STARTING && streq(s->name, "stderr") && len > n &&
-	    strneq(line, d->ready_line, n)) {
-		d->state = DAEMON_READY;
-		journal_event("daemon_started",
-			      json_pack("{s:s, s:i, s:i, s:s, s:s}", "daemon", d->name, "pid",
-					(int)d->pid, "uid", (int)d->uid, "app", d->app, "listen",
-					d->listen));
-		ready_done(d, true, NULL);
+	if (d->state == DAEMON_STARTING && n > 0 && streq(s->name, "stderr") && len > n &&
+	    strneq(line, d->ready_line, n))
+		now_ready(d);
+}
+
+/* Does a connection to @target (a unix socket path, or 127.0.0.1:<port>) succeed now? */
+static bool connects(const char *target)
+{
+	_cleanup_close_ int fd = -EBADF;
+	uint16_t port;
+
+	if (target[0] == '/') {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+		if (strlen(target) >= sizeof(sa.sun_path))
+			return false;
+		strcpy(sa.sun_path, target);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		return fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	}
+	if (!strneq(target, "127.0.0.1:", 10) || parse_port(target + 10, strlen(target + 10), &port) < 0)
+		return false;
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+}
+
+static int on_probe(EvSource *s, uint64_t usec, void *userdata)
+{
+	Daemon *d = userdata;
+
+	if (d->state != DAEMON_STARTING)
+		return 0;
+	if (connects(d->ready_connect)) {
+		now_ready(d);
+		return 0;
+	}
+	d->probe = ev_source_free(d->probe);
+	(void)ev_add_time_relative(d->loop, &d->probe, DAEMON_PROBE_USEC, on_probe, d);
+	return 0;
 }
 
 static int on_stream(EvSource *src, int fd, uint32_t revents, void *userdata)
@@ -152,7 +197,13 @@ static _noreturn_ void exec_daemon(const Daemon *d, const char *const *extra, co
 	setsid();
 	if (chdir("/") < 0)
 		_exit(126);
-	execle(DAEMON_AGENT_INIT, "agent-init", d->binary, (char *)NULL, env.v);
+	const char *argv[DAEMON_ARGS_MAX + 3] = {"agent-init", d->binary};
+	size_t n = 2;
+
+	for (size_t i = 0; d->args && d->args[i] && n < DAEMON_ARGS_MAX + 2; i++)
+		argv[n++] = d->args[i];
+	argv[n] = NULL;
+	execve(DAEMON_AGENT_INIT, (char *const *)argv, env.v);
 	dprintf(STDERR_FILENO, "[berth-init] cannot exec %s: %m\n", DAEMON_AGENT_INIT);
 	_exit(127);
 }
@@ -208,6 +259,8 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 	(void)ev_add_io(loop, &d->out.source, out[0], EPOLLIN, on_stream, &d->out);
 	(void)ev_add_io(loop, &d->err.source, err[0], EPOLLIN, on_stream, &d->err);
 	(void)ev_add_time_relative(loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout, d);
+	if (d->ready_connect)
+		(void)ev_add_time_relative(loop, &d->probe, DAEMON_PROBE_USEC, on_probe, d);
 }
 
 bool daemon_child_exited(Daemon *d, pid_t pid, int status)

@@ -21,6 +21,8 @@
 #define DAEMON_LINE_MAX (16 * 1024)
 #define DAEMON_READY_TIMEOUT_USEC (30 * USEC_PER_SEC)
 #define DAEMON_ENV_MAX 48
+#define DAEMON_ARGS_MAX 32
+#define DAEMON_PROBE_USEC (100 * USEC_PER_MSEC)
 
 typedef enum DaemonState {
 	DAEMON_NONE,
@@ -51,14 +53,19 @@ typedef struct Daemon {
 	uid_t uid;		/* and gid */
 	const char *policy;	/* its agent-init policy */
 	const char *ready_line; /* the start of its stderr line that says it listens */
-	const char *listen;	/* "127.0.0.1:8090", for daemon_started */
+	/* Or, for a program that prints nothing when it is ready (Xvfb): ready once a
+	 * connection to this succeeds, a unix socket path or "127.0.0.1:<port>", tried every
+	 * DAEMON_PROBE_USEC. */
+	const char *ready_connect;
+	const char *const *args; /* its arguments after the binary, NULL-terminated, or NULL */
+	const char *listen;	 /* "127.0.0.1:8090", for daemon_started */
 	char app[33];		/* the app it serves */
 	/* The daemon's own. */
 	EvLoop *loop;
 	DaemonState state;
 	pid_t pid;
 	DaemonStream out, err;
-	EvSource *timer;
+	EvSource *timer, *probe;
 	daemon_ready_t cb;
 	void *userdata;
 } Daemon;

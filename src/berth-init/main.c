@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "apps.h"
+#include "browser.h"
 #include "control.h"
 #include "disks.h"
 #include "egress.h"
@@ -202,6 +203,7 @@ static int start_mux(void)
 static void status_reply(json_t *reply, void *userdata)
 {
 	json_t *egress = egress_status(), *github = github_status(), *context = context_status();
+	json_t *browser = browser_status();
 
 	json_object_set_new(reply, "apps", apps_status());
 	json_object_set_new(reply, "shuttingDown", json_boolean(init.shutting_down));
@@ -212,6 +214,8 @@ static void status_reply(json_t *reply, void *userdata)
 		json_object_set_new(reply, "github", github);
 	if (context)
 		json_object_set_new(reply, "context", context);
+	if (browser)
+		json_object_set_new(reply, "browser", browser);
 }
 
 static void begin_shutdown(const char *reason);
@@ -300,7 +304,7 @@ static void reap_children(void)
 	/* PID 1 inherits every orphan: reap them all, known or not. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
 		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status) &&
-		    !github_child_exited(pid, status))
+		    !github_child_exited(pid, status) && !browser_child_exited(pid, status))
 			(void)context_child_exited(pid, status);
 }
 
@@ -342,6 +346,14 @@ static int setup_state_disk(void)
 	return 0;
 }
 
+/* The browser layer, when it is attached, over the root image before anything runs from it. */
+static int setup_layer(void)
+{
+	int r = browser_layer_mount();
+
+	return r < 0 ? r : 0;
+}
+
 /* The boot disk: which apps, their compiled policies, and the secrets (boot-disk.h). No
  * boot disk: a VM without apps. */
 static int setup_boot_disk(void)
@@ -370,6 +382,8 @@ static int setup_apps(void)
 		r = apps_setup_identities();
 	if (r >= 0)
 		apps_setup_context(init.state_mounted);
+	if (r >= 0)
+		apps_setup_browser();
 	if (r >= 0)
 		r = apps_listen_rpc(init.mux);
 	if (r >= 0)
@@ -405,6 +419,7 @@ static int init_phase(void)
 		int (*run)(void);
 	} steps[] = {
 		{"state", setup_state_disk},
+		{"layer", setup_layer},
 		{"boot-disk", setup_boot_disk},
 		{"apps", setup_apps},
 	};

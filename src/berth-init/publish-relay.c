@@ -172,7 +172,9 @@ static int publish_accept(MuxIo *io, uint32_t mux_port, void *userdata)
 	uid_t other = 0;
 	int fd, r;
 
-	r = check_listeners(rt->port, rt->app->uid, &other);
+	uid_t owner = rt->row->listener_uid ? (uid_t)rt->row->listener_uid : rt->app->uid;
+
+	r = check_listeners(rt->port, owner, &other);
 	if (r == 0)
 		return -ECONNREFUSED; /* not listening yet */
 	if (r < 0) {

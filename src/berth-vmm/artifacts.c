@@ -24,6 +24,8 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 	if (!a->path)
 		return -ENOMEM;
 	a->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (a->fd < 0 && errno == ENOENT && pin->kind >= ARTIFACT_BASE_MAX)
+		return -ENOENT; /* the caller says how to install a layer */
 	if (a->fd < 0) {
 		r = -errno;
 		snprintf(
@@ -77,12 +79,43 @@ int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Art
 	return r;
 }
 
+void artifact_done(Artifact *a)
+{
+	safe_close(a->fd);
+	a->fd = -EBADF;
+	free(a->path);
+	a->path = NULL;
+}
+
 void artifacts_done(Artifacts *a)
 {
-	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++) {
-		safe_close(a->a[k].fd);
-		a->a[k].fd = -EBADF;
-		free(a->a[k].path);
-		a->a[k].path = NULL;
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		artifact_done(&a->a[k]);
+}
+
+int artifact_open_layer(const char *vm_dir, ArtifactKind kind, Artifact *ret, char *err,
+			size_t errlen)
+{
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	*ret = (Artifact){.fd = -EBADF};
+	if (!pin_layer_known(kind)) {
+		snprintf(err, errlen,
+			 "this berth-vmm was built without a pin for the %s, so it boots none: "
+			 "build it with the layer's manifest (docs/browser.md)",
+			 artifact_kind_to_string(kind));
+		return -ENOENT;
 	}
+	path = pin_install_path(vm_dir, kind);
+	if (!path)
+		return -ENOMEM;
+	r = open_one(ret, path, pin_get(kind), true, err, errlen);
+	if (r == -ENOENT)
+		snprintf(err, errlen,
+			 "%s: %s is not installed. Install it with 'berth vm install --layer %s'",
+			 pin_get(kind)->name, path, pin_get(kind)->name + strlen("layer-"));
+	if (r < 0)
+		artifact_done(ret);
+	return r;
 }

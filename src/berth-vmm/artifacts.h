@@ -32,3 +32,12 @@ typedef struct Artifacts {
 int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Artifacts *ret,
 			    char *err, size_t errlen);
 void artifacts_done(Artifacts *a);
+
+/*
+ * artifact_open_layer() - open the layer @kind installed under @vm_dir and check it against
+ * the compiled-in pin, as artifacts_open_verified() does the others. A build without that
+ * layer's pin refuses it (-ENOENT). Close it with artifact_done().
+ */
+int artifact_open_layer(const char *vm_dir, ArtifactKind kind, Artifact *ret, char *err,
+			size_t errlen);
+void artifact_done(Artifact *a);

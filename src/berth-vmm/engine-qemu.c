@@ -272,7 +272,7 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 				_exit(127);
 		}
 		/* The artifact and disk descriptors are the only ones QEMU inherits. */
-		for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		for (int k = 0; k < ARTIFACT_BASE_MAX; k++)
 			keep_fd(cfg->artifacts->a[k].fd);
 		for (size_t i = 0; i < cfg->n_disks; i++)
 			keep_fd(cfg->disks[i].fd);

@@ -358,7 +358,7 @@ static int allow_vm_files(HostConfinement *c, const VmConfig *cfg)
 {
 	int r = 0;
 
-	for (int k = 0; k < _ARTIFACT_KIND_MAX && r >= 0; k++)
+	for (int k = 0; k < ARTIFACT_BASE_MAX && r >= 0; k++)
 		r = allow_fd(c, cfg->artifacts->a[k].fd, FS_READ, cfg->artifacts->a[k].path);
 	/* A read-write disk may be truncated too: a restore tells the template's kernel the
 	 * state disk's size with block_resize, which truncates it to the size it has. */

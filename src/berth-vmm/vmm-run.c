@@ -55,6 +55,8 @@ static void usage(void)
 	       "                       seconds (default 30; 0: never)\n"
 	       "  --artifacts DIR      where the pinned kernel and rootfs are installed (~/.berth/vm)\n"
 	       "  --rootfs IMG         boot this root image instead (recorded as not pinned)\n"
+	       "  --layer NAME         attach the pinned layer NAME (browser) read-only, for\n"
+	       "                       berth-init to lay over the root image; boots cold\n"
 	       "  --console FILE       the kernel console (default console.log in the run dir)\n"
 	       "  --console-stderr     the kernel console on standard error\n"
 	       "  --foreground         do not detach\n"
@@ -134,6 +136,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_STATE,
 		O_STATE_SIZE,
 		O_SECRETS,
+		O_LAYER,
 		O_CPUS,
 		O_MEM,
 		O_ARTIFACTS,
@@ -160,6 +163,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"state", required_argument, NULL, O_STATE},
 		{"state-size", required_argument, NULL, O_STATE_SIZE},
 		{"secrets", required_argument, NULL, O_SECRETS},
+		{"layer", required_argument, NULL, O_LAYER},
 		{"cpus", required_argument, NULL, O_CPUS},
 		{"mem", required_argument, NULL, O_MEM},
 		{"artifacts", required_argument, NULL, O_ARTIFACTS},
@@ -274,6 +278,15 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		case O_COLD:
 			a->cold = true;
 			break;
+		case O_LAYER: {
+			ArtifactKind k = artifact_layer_from_name(optarg);
+
+			if (k < 0)
+				return log_error("--layer takes 'browser', the one layer, not '%s'",
+						 optarg);
+			a->layers |= 1u << k;
+			break;
+		}
 		case O_BOOT_STALL:
 			if (parse_uint_range(optarg, 0, 3600, &a->boot_stall_s) < 0)
 				return log_error(
@@ -711,6 +724,8 @@ static const char *restore_excluded(const Vmm *v)
 		return "--cold";
 	if (v->args.rootfs)
 		return "--rootfs boots an image no snapshot was made from";
+	if (v->args.layers)
+		return "a layer is attached, which no snapshot has";
 	if (v->args.channel_external || v->args.channel_connect)
 		return "the channel goes to a test program";
 	if (v->state_size > SNAPSHOT_STATE_BYTES)
@@ -816,6 +831,11 @@ static void cold_disks(Vmm *v)
 		snprintf(serials[i], sizeof(serials[i]), "app%zu", i);
 		c->disks[c->n_disks++] = (VmDisk){serials[i], v->apps[i].image_fd, true};
 	}
+	/* berth-init finds a layer by its serial ("layer-browser") and lays it over the root. */
+	for (int k = ARTIFACT_BASE_MAX; k < _ARTIFACT_KIND_MAX && c->n_disks < VM_DISKS_MAX; k++)
+		if (v->layers[k].fd >= 0)
+			c->disks[c->n_disks++] =
+				(VmDisk){artifact_kind_to_string(k), v->layers[k].fd, true};
 }
 
 int vmm_config_cold(Vmm *v, const char *reason)
@@ -881,6 +901,8 @@ static int prepare(Vmm *v)
 	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
 		v->placeholder_fds[i] = -EBADF;
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		v->layers[k] = (Artifact){.fd = -EBADF};
 	v->name = strdup(v->args.name);
 	v->run_dir = v->args.run_dir ? strdup(v->args.run_dir) : berth_run_dir(v->args.name);
 	if (!v->name || !v->run_dir)
@@ -903,6 +925,15 @@ static int prepare(Vmm *v)
 	r = artifacts_open_verified(vm_dir, v->args.rootfs, &v->artifacts, err, sizeof(err));
 	if (r < 0)
 		return log_error("%s", err);
+	for (int k = ARTIFACT_BASE_MAX; k < _ARTIFACT_KIND_MAX; k++) {
+		if (!(v->args.layers & (1u << k)))
+			continue;
+		r = artifact_open_layer(vm_dir, k, &v->layers[k], err, sizeof(err));
+		if (r < 0)
+			return log_error("%s", err);
+		log_info("%s %.12s verified in %ld ms", v->layers[k].path, v->layers[k].sha256,
+			 v->layers[k].hash_ms);
+	}
 
 	r = rundir_acquire(v->run_dir, &owner, &was_stale);
 	if (r == -EBUSY)
@@ -957,6 +988,8 @@ static int prepare(Vmm *v)
 static void cleanup(Vmm *v)
 {
 	artifacts_done(&v->artifacts);
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		artifact_done(&v->layers[k]);
 	for (size_t i = 0; i < v->n_apps; i++) {
 		safe_close(v->apps[i].image_fd);
 		free(v->apps[i].dir);

@@ -59,6 +59,7 @@ typedef struct VmmArgs {
 	const char *qemu;      /* --qemu: the QEMU program; NULL: BERTH_QEMU, vm.qemu, $PATH */
 	unsigned boot_stall_s; /* a boot with no sign of life for this long fails; 0: never */
 	bool cold;	       /* --cold: never restore a snapshot */
+	unsigned layers;       /* --layer: 1 << ARTIFACT_LAYER_* (docs/browser.md) */
 	const char *apps[VMM_APPS_MAX];
 	size_t n_apps;
 	/* --publish: guest TCP ports served to the host as publish-<port>.sock, on channel
@@ -76,6 +77,7 @@ typedef struct Vmm {
 	int lock_fd;
 	int log_fd;
 	Artifacts artifacts;
+	Artifact layers[_ARTIFACT_KIND_MAX]; /* the --layer images, verified (fd -EBADF: none) */
 	VmmApp apps[VMM_APPS_MAX];
 	size_t n_apps;
 	int state_fd;

@@ -516,25 +516,27 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
  * The login, where only the person sees it: on standard output when that is a terminal,
  * else on the controlling terminal; never into a file or a pipe (a CI log, a tee).
  */
-static void print_login(const Dev *d)
+static void print_secret(const char *label, const char *secret)
 {
-	const char *secret = terminal_login_secret(d->l.terminal_login);
 	FILE *tty;
 
 	if (isatty(STDOUT_FILENO)) {
-		printf("[berth:dev] login: " TERMINAL_LOGIN_USER " / %s\n", secret);
+		printf("[berth:dev] %s%s\n", label, secret);
 		return;
 	}
 	tty = fopen("/dev/tty", "we");
 	if (tty) {
-		fprintf(tty, "[berth:dev] login: " TERMINAL_LOGIN_USER " / %s\n", secret);
+		fprintf(tty, "[berth:dev] %s%s\n", label, secret);
 		fclose(tty);
-		say("login: " TERMINAL_LOGIN_USER
-		    " / (printed on your terminal, not here: standard output is not one)");
+		say("%s(printed on your terminal, not here: standard output is not one)", label);
 		return;
 	}
-	say("login: " TERMINAL_LOGIN_USER
-	    " / (not printed: berth dev has no terminal to show it on; run it from one)");
+	say("%s(not printed: berth dev has no terminal to show it on; run it from one)", label);
+}
+
+static void print_login(const Dev *d)
+{
+	print_secret("login: " TERMINAL_LOGIN_USER " / ", terminal_login_secret(d->l.terminal_login));
 }
 
 /*
@@ -568,6 +570,11 @@ static void print_published(const Dev *d)
 	for (size_t i = 0; i < d->l.n_published; i++) {
 		const PublishPort *row = publish_port_lookup(d->l.published[i]);
 
+		if (streq(row->ns, "browser") && d->l.vnc_password) {
+			say("noVNC:    %s/vnc.html", publish_host_url(d->published[i]));
+			print_secret("VNC password: ", d->l.vnc_password);
+			continue;
+		}
 		if (!streq(row->ns, "terminal") || !d->l.terminal_login) {
 			say("%s: %s", row->what, publish_host_url(d->published[i]));
 			continue;

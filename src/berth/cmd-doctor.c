@@ -431,7 +431,7 @@ static void check_artifacts(Report *r)
 		pinset_compiled(&pins);
 		whose = " (berth's own pins; berth-vmm could not be asked)";
 	}
-	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+	for (int k = 0; k < ARTIFACT_BASE_MAX; k++)
 		inspect_artifact(&pins, vm_dir, k, &p);
 	if (!p.detail) {
 		check_set(c, CHECK_OK, "%s: kernel, initrd and rootfs match the pins%s", vm_dir,

@@ -7,11 +7,12 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "pins.h"
 #include "vm-install.h"
 
 static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 {
-	enum { ARG_NO_DOWNLOAD = 0x100, ARG_FORCE, ARG_VMM, ARG_NO_SNAPSHOT };
+	enum { ARG_NO_DOWNLOAD = 0x100, ARG_FORCE, ARG_VMM, ARG_NO_SNAPSHOT, ARG_LAYER };
 	static const struct option options[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"from", required_argument, NULL, 'f'},
@@ -20,6 +21,7 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 		{"force", no_argument, NULL, ARG_FORCE},
 		{"vmm", required_argument, NULL, ARG_VMM},
 		{"no-snapshot", no_argument, NULL, ARG_NO_SNAPSHOT},
+		{"layer", required_argument, NULL, ARG_LAYER},
 		{},
 	};
 	int c;
@@ -48,6 +50,16 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 		case ARG_NO_SNAPSHOT:
 			o->no_snapshot = true;
 			break;
+		case ARG_LAYER: {
+			ArtifactKind k = artifact_layer_from_name(optarg);
+
+			if (k < 0) {
+				cli_usage_error("unknown layer '%s': the one layer is 'browser'", optarg);
+				return -EINVAL;
+			}
+			o->layers |= 1u << k;
+			break;
+		}
 		default:
 			return -EINVAL;
 		}

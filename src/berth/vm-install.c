@@ -194,11 +194,23 @@ static int install_all(const VmInstallOptions *o, const PinSet *pins, const char
 	char missing[_ARTIFACT_KIND_MAX][2048];
 	unsigned n_missing = 0;
 
+	unsigned n_wanted = 0;
+
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++) {
 		InstallResult res;
 		char err[2048];
 		int r;
 
+		/* The layers only when asked for (--layer, or an app that needs one). */
+		if (k >= ARTIFACT_BASE_MAX ? !(o->layers & (1u << k)) : o->layers_only)
+			continue;
+		if (k >= ARTIFACT_BASE_MAX && !pins->sha256[k][0])
+			return log_error_errno(-ENOENT,
+					       "this berth-vmm has no %s pinned, so it cannot boot one: "
+					       "install a berth-vmm built with the layer's manifest "
+					       "(docs/browser.md)",
+					       artifact_kind_to_string(k));
+		n_wanted++;
 		progress.name = artifact_kind_to_string(k);
 		r = install_artifact(pins, vm_dir, k, &io, &res, err, sizeof(err));
 		progress_clear(&progress);
@@ -212,7 +224,7 @@ static int install_all(const VmInstallOptions *o, const PinSet *pins, const char
 	}
 	if (n_missing == 0)
 		return 0;
-	log_error("%u of %d artifacts are missing:", n_missing, _ARTIFACT_KIND_MAX);
+	log_error("%u of %u artifacts are missing:", n_missing, n_wanted);
 	for (unsigned i = 0; i < n_missing; i++)
 		log_error("  %s", missing[i]);
 	return log_error_errno(-ENOENT, "%s", install_missing_hint(&io));
@@ -301,7 +313,12 @@ int vm_install(const VmInstallOptions *o)
 		else
 			printf("✔ berth-vmm %s already installed\n", vmm_path);
 	}
-	printf("Ready: kernel, initrd and rootfs verified in %s\n", vm_dir);
+	if (o->layers_only) {
+		printf("Ready: the layer is verified in %s\n", vm_dir);
+		return 0;
+	}
+	printf("Ready: kernel, initrd and rootfs%s verified in %s\n",
+	       o->layers ? " and the layers" : "", vm_dir);
 	fflush(stdout);
 	if (!o->no_snapshot)
 		make_snapshot(&config, &pins);

@@ -117,12 +117,24 @@ static int load_terminal(VmLaunch *l)
 	bool terminal = false;
 	int r;
 
+	l->browser_app = -1;
 	for (size_t a = 0; a < n_apps; a++) {
 		const char *const *caps;
 		size_t n = manifest_capabilities(apps[a], &caps);
 
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			terminal |= publish_capability_in(caps[i], "terminal");
+			if (publish_capability_in(caps[i], "browser") && l->browser_app < 0)
+				l->browser_app = (int)a;
+		}
+	}
+	if (l->browser_app >= 0) {
+		l->vnc_password = malloc(VNC_PASSWORD_LEN + 1);
+		if (!l->vnc_password)
+			return log_error_errno(-ENOMEM, "out of memory");
+		r = vnc_password_new(l->vnc_password);
+		if (r < 0)
+			return log_error_errno(r, "cannot make the VNC password: %m");
 	}
 	/* Each port once: berth-vmm refuses two apps declaring one (at most one of each). */
 	for (size_t k = 0; k < n_rows; k++) {
@@ -209,6 +221,8 @@ static unsigned default_mem_mib(const VmLaunch *l)
 	const char *const *caps;
 	size_t n = manifest_capabilities(l->manifest, &caps);
 
+	if (l->browser_app >= 0)
+		return VM_LAUNCH_MEM_BROWSER_MIB;
 	if (l->n_companions > 0)
 		return VM_LAUNCH_MEM_SEVERAL_MIB;
 	for (size_t i = 0; i < n; i++) {
@@ -325,7 +339,8 @@ static int write_secrets(VmLaunch *l, char **ret)
 {
 	_cleanup_(manifest_freep) Manifest *m = NULL;
 	_cleanup_(env_set_freep) EnvSet *own = NULL;
-	_cleanup_free_ char *path = NULL, *login = NULL;
+	_cleanup_(env_set_freep) EnvSet *browser_own = NULL;
+	_cleanup_free_ char *path = NULL, *login = NULL, *vnc = NULL;
 	SecretsDiskApp apps[1 + VM_LAUNCH_COMPANIONS_MAX];
 	size_t n_apps = 1 + l->n_companions;
 	char err[1024], *image = NULL;
@@ -354,8 +369,21 @@ static int write_secrets(VmLaunch *l, char **ret)
 	term = terminal_app(l, m);
 	if (term >= 0)
 		apps[term].own = own;
+	/* The VNC password, for the browser app alone (with the login, when it is also the
+	 * terminal's). */
+	if (l->vnc_password) {
+		EnvSet **into = term == l->browser_app ? &own : &browser_own;
+
+		if (asprintf(&vnc, VNC_PASSWORD_ENV "=%s", l->vnc_password) < 0)
+			return log_error_errno(-ENOMEM, "out of memory");
+		r = env_set_add_env(into, vnc, err, sizeof(err));
+		explicit_bzero(vnc, strlen(vnc));
+		if (r < 0)
+			return log_error_errno(r, "cannot pass the VNC password: %s", err);
+		apps[l->browser_app].own = *into;
+	}
 	secrets_disk_warn(l->env, apps, n_apps, print_warning, NULL);
-	if (env_set_size(l->env) == 0 && env_set_size(own) == 0)
+	if (env_set_size(l->env) == 0 && env_set_size(own) == 0 && env_set_size(browser_own) == 0)
 		return 0;
 	/* `--env NAME` read NAME from this environment: berth-vmm and QEMU need not inherit
 	 * it. What the CLI and berth-vmm read themselves stays. */
@@ -430,6 +458,33 @@ static int locate_vmm(VmLaunch *l)
 	return r;
 }
 
+/* The browser layer, for an app that declares browser:*, installed on its first need (the
+ * original's notice, then install's own progress bar), checked against its pin as always. */
+static int ensure_layer(VmLaunch *l, const PinSet *pins, const char *vm_dir,
+			const VmInstallOptions *base)
+{
+	_cleanup_free_ char *p = NULL;
+	VmInstallOptions o = *base;
+
+	if (l->browser_app < 0)
+		return 0;
+	if (!pins->sha256[ARTIFACT_LAYER_BROWSER][0])
+		return log_error("%s has no pin for the browser layer, which %s's browser:* "
+				 "capabilities need: use a berth-vmm built with it (docs/browser.md)",
+				 l->vmm, l->name);
+	p = pinset_install_path(pins, vm_dir, ARTIFACT_LAYER_BROWSER);
+	if (p && access(p, R_OK) == 0)
+		return 0;
+	say(l, "the browser layer (%llu MB) is needed by %s; installing it once",
+	    (unsigned long long)(pins->size[ARTIFACT_LAYER_BROWSER] / 1000000), l->name);
+	o.layers = 1u << ARTIFACT_LAYER_BROWSER;
+	o.layers_only = true;
+	if (vm_install(&o) < 0)
+		return log_error("could not install the browser layer; see above, or run 'berth vm "
+				 "install --layer browser'");
+	return 0;
+}
+
 /* The VM needs the pinned artifacts; install them from this checkout or the configured
  * source when they are missing, as `berth vm install` would. */
 static int ensure_artifacts(VmLaunch *l)
@@ -443,23 +498,24 @@ static int ensure_artifacts(VmLaunch *l)
 
 	if (vmm_query_pins(l->vmm, &pins) < 0)
 		pinset_compiled(&pins);
-	for (int k = 0; k < _ARTIFACT_KIND_MAX && !missing; k++) {
+	for (int k = 0; k < ARTIFACT_BASE_MAX && !missing; k++) {
 		_cleanup_free_ char *p = pinset_install_path(&pins, vm_dir, k);
 
 		missing = !p || access(p, R_OK) < 0;
 	}
-	if (!missing)
-		return 0;
-	if (l->on_stage)
-		l->on_stage(l, VM_LAUNCH_STAGE_INSTALLING, l->stage_userdata);
-	say(l, "the pinned kernel and root image are not installed yet; installing them");
 	if (berth_source_path("out/artifacts/manifest-rootfs.json", &from) >= 0) {
 		*strrchr(from, '/') = '\0';
 		o.from = from;
 	}
-	return vm_install(&o) < 0 ? log_error("could not install the VM artifacts; see above, or "
-					      "run 'berth vm install'")
-				  : 0;
+	if (!missing)
+		return ensure_layer(l, &pins, vm_dir, &o);
+	if (l->on_stage)
+		l->on_stage(l, VM_LAUNCH_STAGE_INSTALLING, l->stage_userdata);
+	say(l, "the pinned kernel and root image are not installed yet; installing them");
+	if (vm_install(&o) < 0)
+		return log_error("could not install the VM artifacts; see above, or run 'berth vm "
+				 "install'");
+	return ensure_layer(l, &pins, vm_dir, &o);
 }
 
 int vm_launch_prepare(VmLaunch *l)
@@ -861,6 +917,10 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 	}
 	if (l->cold)
 		argv[argc++] = "--cold";
+	if (l->browser_app >= 0) {
+		argv[argc++] = "--layer";
+		argv[argc++] = "browser";
+	}
 	for (size_t i = 0; l->vmm_args && l->vmm_args[i]; i++) {
 		/* Room left for --egress-allow, --publish, --secrets and the NULL. */
 		if (argc + 6 + 2 * PUBLISH_PORTS_MAX >= size)
@@ -1060,5 +1120,8 @@ void vm_launch_done(VmLaunch *l)
 	if (l->terminal_login)
 		explicit_bzero(l->terminal_login, strlen(l->terminal_login));
 	free(l->terminal_login);
+	if (l->vnc_password)
+		explicit_bzero(l->vnc_password, strlen(l->vnc_password));
+	free(l->vnc_password);
 	*l = (VmLaunch){};
 }

@@ -28,6 +28,11 @@
  * the session (l->terminal_login), on the secrets disk, for that app alone. With
  * l->publish (berth dev), its web view's port is published (berth-vmm run --publish), and
  * l->published[] says which ports and their sockets in the run dir.
+ *
+ * The browser (docs/browser.md): an app that declares browser:* gets the browser layer
+ * (installed here on first need, attached with berth-vmm run --layer browser), 2 GiB of
+ * memory and a VNC password made for the session (l->vnc_password), on the secrets disk
+ * for that app alone; with l->publish, noVNC's port is published.
  */
 
 /* How far a boot is, for a command that tells its users (berth mcp's progress). */
@@ -53,6 +58,7 @@ typedef struct VmCompanion {
 #define VM_LAUNCH_MEM_ONE_MIB 512
 #define VM_LAUNCH_MEM_CONTEXT_MIB 768 /* one app with a /context scope (SPEC 8.3) */
 #define VM_LAUNCH_MEM_SEVERAL_MIB 1024
+#define VM_LAUNCH_MEM_BROWSER_MIB 2048 /* the browser layer's Chromium (SPEC 8.3) */
 
 typedef struct VmLaunch {
 	const char *prefix; /* "[berth:dev] " */
@@ -73,6 +79,8 @@ typedef struct VmLaunch {
 	EnvSet *env;	      /* --env and --env-file values (owned); NULL when none was given */
 	char **egress_allow;  /* --egress-allow patterns from berth.yml (vm_egress_plan()) */
 	char *terminal_login; /* "berth:<secret>" when the app declares terminal:*, else NULL */
+	int browser_app;      /* which app declares browser:* (0 main, 1.. companions), or -1 */
+	char *vnc_password;   /* its session's VNC password (docs/browser.md), else NULL */
 	bool publish;	      /* publish the app's ports of the publish table (berth dev) */
 	uint16_t published[PUBLISH_PORTS_MAX]; /* which, with l->publish */
 	size_t n_published;

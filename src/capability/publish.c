@@ -6,7 +6,9 @@
 #include "publish.h"
 
 static const PublishPort publishable[] = {
-	{CAPABILITY_TERMINAL_BIND_PORT, "terminal", "the terminal's web view"},
+	{CAPABILITY_TERMINAL_BIND_PORT, "terminal", "the terminal's web view", 0},
+	/* noVNC, which berth-init's websockify (uid 9012) serves for the browser app. */
+	{6080, "browser", "noVNC", 9012},
 };
 
 const PublishPort *publish_port_lookup(uint16_t port)

@@ -6,7 +6,7 @@
  * ports"), and which capability's app serves each. One table, read by the CLI (what to ask
  * for), berth-vmm (what to accept on --publish) and berth-init (whose listener a host
  * connection may reach). A port not in the table is never published: CDP (9222), an app's
- * own ports, anything else. The browser layer's noVNC will be a second row. libc only.
+ * own ports, anything else. libc only.
  */
 
 #include <stdbool.h>
@@ -22,6 +22,9 @@ typedef struct PublishPort {
 	uint16_t port;
 	const char *ns;	  /* the capability namespace whose app serves it: "terminal" */
 	const char *what; /* for messages: "the terminal's web view" */
+	/* Who must own the guest's listener: 0, the serving app's uid; otherwise the uid of
+	 * the daemon berth-init runs for that app (noVNC's websockify, browser.h). */
+	uint32_t listener_uid;
 } PublishPort;
 
 /* The row for @port, or NULL when @port may never be published. */

@@ -28,6 +28,7 @@ static const char *const flat_names[_ARTIFACT_KIND_MAX] = {
 	[ARTIFACT_KERNEL] = "vmlinux",
 	[ARTIFACT_INITRD] = "initrd.cpio",
 	[ARTIFACT_ROOTFS] = "rootfs.erofs",
+	[ARTIFACT_LAYER_BROWSER] = "layer-browser.erofs",
 };
 
 const char *install_flat_name(ArtifactKind kind)

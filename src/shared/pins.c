@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "macros.h"
 #include "pins-generated.h"
 #include "pins.h"
 
@@ -9,7 +10,22 @@ static const Pin pins[_ARTIFACT_KIND_MAX] = {
 	[ARTIFACT_KERNEL] = {ARTIFACT_KERNEL, "kernel", PIN_KERNEL_SHA256, PIN_KERNEL_SIZE},
 	[ARTIFACT_INITRD] = {ARTIFACT_INITRD, "initrd", PIN_INITRD_SHA256, PIN_INITRD_SIZE},
 	[ARTIFACT_ROOTFS] = {ARTIFACT_ROOTFS, "rootfs", PIN_ROOTFS_SHA256, PIN_ROOTFS_SIZE},
+	[ARTIFACT_LAYER_BROWSER] = {ARTIFACT_LAYER_BROWSER, "layer-browser", PIN_LAYER_BROWSER_SHA256,
+				    PIN_LAYER_BROWSER_SIZE},
 };
+
+bool pin_layer_known(ArtifactKind kind)
+{
+	return kind >= ARTIFACT_BASE_MAX && kind < _ARTIFACT_KIND_MAX && pins[kind].sha256[0];
+}
+
+ArtifactKind artifact_layer_from_name(const char *name)
+{
+	for (int k = ARTIFACT_BASE_MAX; name && k < _ARTIFACT_KIND_MAX; k++)
+		if (streq(pins[k].name + strlen("layer-"), name))
+			return k;
+	return _ARTIFACT_KIND_INVALID;
+}
 
 const Pin *pin_get(ArtifactKind kind)
 {
@@ -61,6 +77,9 @@ char *pinset_install_path(const PinSet *set, const char *vm_dir, ArtifactKind ki
 	case ARTIFACT_ROOTFS:
 		r = asprintf(&p, "%s/rootfs/rootfs-%s.erofs", vm_dir, set->sha256[kind]);
 		break;
+	case ARTIFACT_LAYER_BROWSER:
+		r = asprintf(&p, "%s/layers/browser-%s.erofs", vm_dir, set->sha256[kind]);
+		break;
 	case _ARTIFACT_KIND_MAX:
 	case _ARTIFACT_KIND_INVALID:
 		break;
@@ -74,11 +93,13 @@ char *pinset_asset_name(const PinSet *set, ArtifactKind kind)
 		[ARTIFACT_KERNEL] = "vmlinux-",
 		[ARTIFACT_INITRD] = "initrd-",
 		[ARTIFACT_ROOTFS] = "rootfs-",
+		[ARTIFACT_LAYER_BROWSER] = "layer-browser-",
 	};
 	static const char *const suffix[_ARTIFACT_KIND_MAX] = {
 		[ARTIFACT_KERNEL] = "",
 		[ARTIFACT_INITRD] = ".cpio",
 		[ARTIFACT_ROOTFS] = ".erofs",
+		[ARTIFACT_LAYER_BROWSER] = ".erofs",
 	};
 	char *p = NULL;
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -12,18 +13,28 @@ typedef enum ArtifactKind {
 	ARTIFACT_KERNEL,
 	ARTIFACT_INITRD,
 	ARTIFACT_ROOTFS,
+	/* The optional layers (docs/browser.md): installed and attached only when an app
+	 * needs one. A berth-vmm built without a layer's manifest has an empty pin for it. */
+	ARTIFACT_LAYER_BROWSER,
 	_ARTIFACT_KIND_MAX,
 	_ARTIFACT_KIND_INVALID = -22,
 } ArtifactKind;
 
 typedef struct Pin {
 	ArtifactKind kind;
-	const char *name;   /* "kernel", "initrd", "rootfs" */
+	const char *name;   /* "kernel", "initrd", "rootfs", "layer-browser" */
 	const char *sha256; /* 64 lowercase hex digits */
 	uint64_t size;	    /* bytes */
 } Pin;
 
+/* Every VM boots these three; the kinds from here on are the optional layers. */
+#define ARTIFACT_BASE_MAX (ARTIFACT_ROOTFS + 1)
+
 const Pin *pin_get(ArtifactKind kind);
+/* Does this build trust a layer of @kind (its pin is not empty)? */
+bool pin_layer_known(ArtifactKind kind);
+/* The layer kind called @name ("browser"), or _ARTIFACT_KIND_INVALID. */
+ArtifactKind artifact_layer_from_name(const char *name);
 const char *pin_linux_release(void);
 /* The brokers the pinned root image ships ("egress-broker,github-api-broker"), from its
  * manifest's "daemons": what a boot may ask of it without finding it missing. */

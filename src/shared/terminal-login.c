@@ -10,24 +10,25 @@
 /* RFC 4648, section 5. */
 static const char base64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-int terminal_login_new(char ret[static TERMINAL_LOGIN_LEN + 1])
+/* @n (a multiple of 3, at most 48) random bytes from getrandom() as 4n/3 base64url
+ * characters and a NUL at @ret: no padding needed. */
+static int random_base64url(size_t n, char *ret)
 {
-	uint8_t secret[TERMINAL_LOGIN_SECRET_BYTES];
-	size_t got = 0, o;
+	uint8_t secret[48];
+	size_t got = 0, o = 0;
 
-	while (got < sizeof(secret)) {
-		ssize_t n = getrandom(secret + got, sizeof(secret) - got, 0);
+	if (n % 3 || n > sizeof(secret))
+		return -EINVAL;
+	while (got < n) {
+		ssize_t k = getrandom(secret + got, n - got, 0);
 
-		if (n < 0 && errno == EINTR)
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (k < 0)
 			return -errno;
-		got += (size_t)n;
+		got += (size_t)k;
 	}
-	o = strlen(TERMINAL_LOGIN_USER ":");
-	memcpy(ret, TERMINAL_LOGIN_USER ":", o);
-	/* 24 bytes are 8 groups of 3, so no padding. */
-	for (size_t i = 0; i < sizeof(secret); i += 3) {
+	for (size_t i = 0; i < n; i += 3) {
 		uint32_t v =
 			(uint32_t)secret[i] << 16 | (uint32_t)secret[i + 1] << 8 | secret[i + 2];
 
@@ -39,6 +40,19 @@ int terminal_login_new(char ret[static TERMINAL_LOGIN_LEN + 1])
 	ret[o] = '\0';
 	explicit_bzero(secret, sizeof(secret));
 	return 0;
+}
+
+int terminal_login_new(char ret[static TERMINAL_LOGIN_LEN + 1])
+{
+	size_t o = strlen(TERMINAL_LOGIN_USER ":");
+
+	memcpy(ret, TERMINAL_LOGIN_USER ":", o);
+	return random_base64url(TERMINAL_LOGIN_SECRET_BYTES, ret + o);
+}
+
+int vnc_password_new(char ret[static VNC_PASSWORD_LEN + 1])
+{
+	return random_base64url(VNC_PASSWORD_BYTES, ret);
 }
 
 const char *terminal_login_secret(const char *login)

@@ -25,3 +25,15 @@ int terminal_login_new(char ret[static TERMINAL_LOGIN_LEN + 1]);
 
 /* The secret of @login: what follows "berth:". */
 const char *terminal_login_secret(const char *login);
+
+/*
+ * The browser layer's VNC password (docs/browser.md): 6 random bytes in base64url, 8
+ * characters, made per berth dev session and handed to the browser app's VM alone on the
+ * secrets disk as BERTH_VNC_PASSWORD, where berth-init writes x11vnc's -rfbauth file. VNC
+ * authentication uses 8 bytes at most. The same rules as the login: never an argument,
+ * vm.json or a log.
+ */
+#define VNC_PASSWORD_ENV "BERTH_VNC_PASSWORD"
+#define VNC_PASSWORD_BYTES 6
+#define VNC_PASSWORD_LEN 8
+int vnc_password_new(char ret[static VNC_PASSWORD_LEN + 1]);

@@ -19,7 +19,6 @@ typedef struct Unsupported {
 /* What the VM has no broker or device for; every other capability is enforced or recorded. */
 static const Unsupported unsupported[] = {
 	{"network", "peer", "the VM has no mesh network (WireGuard) daemon"},
-	{"browser", NULL, "the VM has no browser layer"},
 };
 
 /* Is @name one of the comma-separated @list? */
@@ -67,6 +66,15 @@ int vm_support_check_image(const Manifest *m, const char *daemons, char **reason
 				    reason,
 				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no GitHub API broker (its manifest lists %s). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/github.md)",
 				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
+				*reason = NULL;
+			return -EOPNOTSUPP;
+		}
+		/* The browser layer is optional: installed on first need, but it must be pinned. */
+		if (streq(ns, "browser") && !pin_layer_known(ARTIFACT_LAYER_BROWSER)) {
+			if (asprintf(
+				    reason,
+				    "\"%s\" in %s's berth.yml cannot run in the VM: this berth was built without a pin for the browser layer. Build the layer and berth with it (scripts/build-artifacts.sh), or remove the capability (see docs/browser.md)",
+				    caps[i], manifest_name(m)) < 0)
 				*reason = NULL;
 			return -EOPNOTSUPP;
 		}

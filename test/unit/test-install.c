@@ -32,6 +32,7 @@ static const size_t artifact_sizes[_ARTIFACT_KIND_MAX] = {
 	[ARTIFACT_KERNEL] = 300 * 1024 + 17,
 	[ARTIFACT_INITRD] = 96 * 1024 + 5,
 	[ARTIFACT_ROOTFS] = 420 * 1024 + 3,
+	[ARTIFACT_LAYER_BROWSER] = 200 * 1024 + 11,
 };
 
 typedef struct Fixture {

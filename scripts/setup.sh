@@ -26,6 +26,8 @@ packages=(
 	curl iproute2 tmux
 	# the Python SDK and its tests (the same packages as in the guest image)
 	python3-yaml python3-pydantic python3-protobuf
+	# the browser layer's test speaks VNC authentication (DES) to noVNC
+	python3-cryptography
 )
 # Node.js and npm: the machine's own if it has them (another repository may provide a
 # newer Node.js with npm built in), else Debian's.

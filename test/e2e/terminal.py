@@ -19,9 +19,7 @@ cannot read the terminal's.
 Prints TAP."""
 import json
 import os
-import pty
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -37,6 +35,7 @@ VMM = os.path.join(BLD, "src/berth-vmm/berth-vmm")
 BERTH = os.path.join(BLD, "src/berth/berth")
 WRITER = os.path.join(BLD, "test/e2e/secrets-disk-write")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dev_pty import Dev  # noqa: E402
 from ws_client import WebSocket, basic, http  # noqa: E402
 
 PLAN = 25
@@ -68,52 +67,6 @@ def rpc(home, export, inp=None, app="terminal", timeout=60):
 def run_command(home, command, timeout=60):
     rc, result, err = rpc(home, "run_command", {"command": command}, timeout=timeout)
     return (result or {}).get("output") if rc == 0 else None
-
-
-class Dev:
-    """berth dev in @app_dir on a pseudo-terminal of its own."""
-
-    def __init__(self, home, app_dir):
-        self.home, self.out = home, b""
-        master, slave = pty.openpty()
-        self.proc = subprocess.Popen([BERTH, "dev"], cwd=app_dir, env=dict(os.environ, BERTH_HOME=home),
-                                     stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
-        os.close(slave)
-        self.master = master
-        threading.Thread(target=self.reader, daemon=True).start()
-
-    def reader(self):
-        while True:
-            try:
-                r, _, _ = select.select([self.master], [], [], 1)
-                if r:
-                    d = os.read(self.master, 65536)
-                    if not d:
-                        return
-                    self.out += d
-            except OSError:
-                return
-
-    def text(self):
-        return self.out.decode(errors="replace").replace("\r\n", "\n")
-
-    def wait_for(self, pattern, timeout=300):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            m = re.search(pattern, self.text(), re.M)
-            if m or self.proc.poll() is not None:
-                return m
-            time.sleep(0.2)
-        return None
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def listeners(tables, port):

@@ -60,10 +60,11 @@ def parse_headers(head):
 class WebSocket:
     """A client websocket. connect() returns (status, headers); status 101 means open."""
 
-    def __init__(self, port, headers=None, host="127.0.0.1", protocol="berth-terminal", timeout=10):
+    def __init__(self, port, headers=None, host="127.0.0.1", protocol="berth-terminal", timeout=10,
+                 path="/ws"):
         self.s = socket.create_connection((host, port), timeout=timeout)
         key = base64.b64encode(os.urandom(16)).decode()
-        lines = ["GET /ws HTTP/1.1", f"Host: {host}:{port}", "Upgrade: websocket",
+        lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Upgrade: websocket",
                  "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
         if protocol:
             lines.append(f"Sec-WebSocket-Protocol: {protocol}")

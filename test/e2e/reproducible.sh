@@ -5,13 +5,14 @@
 # (another filesystem, another readdir order, other inode numbers) with another hostname,
 # TMPDIR, HOME, umask, locale, time zone, Python environment and CPU count. With
 # BERTH_REPRO_FULL=1 (as in CI) it also redoes the debootstrap stage from Debian's archive
-# in a fresh cache on that tmpfs, under the same conditions (a minute more). When bytes
-# differ, the tree records (vm/tree-lock.py) name the files.
+# in a fresh cache on that tmpfs, under the same conditions (a minute more). The browser
+# layer's stage is always redone (--fresh). When bytes differ, the tree records
+# (vm/tree-lock.py) name the files.
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 [ "$(id -u)" = 0 ] || skip_all "needs root (debootstrap, chroot, a tmpfs mount)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/berth-repro.XXXXXX")
-if ! mount -t tmpfs -o size=4g,mode=0755 berth-repro "$work"; then
+if ! mount -t tmpfs -o size=8g,mode=0755 berth-repro "$work"; then
 	rmdir "$work"
 	echo "1..1"
 	not_ok "mount a tmpfs for the second build"
@@ -19,7 +20,7 @@ if ! mount -t tmpfs -o size=4g,mode=0755 berth-repro "$work"; then
 fi
 trap 'umount -R "$work" 2>/dev/null || umount -l "$work"; rmdir "$work"' EXIT
 mkdir -p "$work/tmp" "$work/home"
-plan 6
+plan 8
 
 # The cache stays where it is unless the stage is rebuilt: HOME changes below.
 export BERTH_CACHE=${BERTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth}
@@ -75,5 +76,15 @@ if elsewhere "$src/vm/rootfs/build.sh" "$work/r" "$bld" 2>"$work/r.log"; then
 else
 	not_ok "rootfs rebuild"; not_ok "root image record"; not_ok "package list"
 	tail -30 "$work/r.log" | diag
+fi
+# The browser layer, its stage redone from scratch (--fresh) over the root image's stage:
+# the packages install again, from the cached .deb files, under the same conditions.
+dir=l
+if elsewhere "$src/vm/layers/browser/build.sh" "$work/l" "$bld" --fresh 2>"$work/l.log"; then
+	check "layer-browser.erofs is the same bytes" same layer-browser.erofs layer-browser-tree.lock
+	check "the browser layer's tree records are the same" same layer-browser-tree.lock layer-browser-tree.lock
+else
+	not_ok "browser layer rebuild"; not_ok "browser layer record"
+	tail -30 "$work/l.log" | diag
 fi
 finish

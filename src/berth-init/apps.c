@@ -416,7 +416,8 @@ static void plan_browser(void)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < n_apps; i++)
-		if (apps[i].state != APP_REFUSED && publish_policy_declares(apps[i].conf.policy, "browser")) {
+		if (apps[i].state != APP_REFUSED &&
+		    publish_policy_declares(apps[i].conf.policy, "browser")) {
 			apps[i].browser = true;
 			browser_app = (int)i;
 			n++;
@@ -615,8 +616,10 @@ int apps_setup_identities(void)
 		for (size_t k = 0; k < ELEMENTSOF(stack); k++) {
 			char *u = NULL, *g = NULL;
 
-			if (asprintf(&u, "%s%s:x:%u:%u:berth browser layer:/nonexistent:/usr/sbin/nologin\n",
-				     users, stack[k].user, stack[k].uid, stack[k].uid) < 0 ||
+			if (asprintf(
+				    &u,
+				    "%s%s:x:%u:%u:berth browser layer:/nonexistent:/usr/sbin/nologin\n",
+				    users, stack[k].user, stack[k].uid, stack[k].uid) < 0 ||
 			    asprintf(&g, "%s%s:x:%u:\n", groups, stack[k].user, stack[k].uid) < 0) {
 				free(u);
 				return -ENOMEM;
@@ -1056,8 +1059,8 @@ void apps_launch(void (*none_started)(void))
 	bool egress = egress_app >= 0 && apps[egress_app].state == APP_PENDING;
 	bool github = github_app >= 0 && apps[github_app].state == APP_PENDING;
 
-	bool browser = browser_app >= 0 && apps[browser_app].state == APP_PENDING &&
-		       browser_set_up();
+	bool browser =
+		browser_app >= 0 && apps[browser_app].state == APP_PENDING && browser_set_up();
 	unsigned context = context_daemons();
 
 	launch_none_started = none_started;

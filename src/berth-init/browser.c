@@ -34,10 +34,10 @@ static const char *const xvfb_args[] = {
 	BROWSER_DISPLAY, "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-nolisten", "local",
 	/* No GLX: the layer has no Mesa drivers, Chromium draws with SwiftShader. */
 	"-extension", "GLX", "-noreset", NULL};
-static const char *const vnc_args[] = {
-	"-display", BROWSER_DISPLAY, "-rfbauth", VNC_PASSWD, "-rfbport", "5900", "-localhost",
-	"-noipv6", "-forever", "-shared", "-noshm", "-nocmds", "-noremote", "-nossl", "-quiet",
-	NULL};
+static const char *const vnc_args[] = {"-display",  BROWSER_DISPLAY, "-rfbauth",   VNC_PASSWD,
+				       "-rfbport",  "5900",	     "-localhost", "-noipv6",
+				       "-forever",  "-shared",	     "-noshm",	   "-nocmds",
+				       "-noremote", "-nossl",	     "-quiet",	   NULL};
 static const char *const novnc_args[] = {"--web", "/usr/share/novnc", "127.0.0.1:6080",
 					 "127.0.0.1:5900", NULL};
 
@@ -117,9 +117,9 @@ int browser_layer_mount(void)
 		}
 	}
 	br.mounted = true;
-	journal_event("layer_mounted", json_pack("{s:s, s:s, s:[s, s, s]}", "layer", "browser",
-						 "device", dev, "over", overlaid[0], overlaid[1],
-						 overlaid[2]));
+	journal_event("layer_mounted",
+		      json_pack("{s:s, s:s, s:[s, s, s]}", "layer", "browser", "device", dev,
+				"over", overlaid[0], overlaid[1], overlaid[2]));
 	return 1;
 }
 
@@ -176,8 +176,8 @@ static int write_policies(void)
 		XVFB_POLICY,
 		json_pack("{s:i, s:s, s:[], s:[s, s], s:[s, s, s, s], s:[], s:b, s:[], s:[], s:{}}",
 			  "schema", POLICY_SCHEMA, "appName", BROWSER_XVFB_USER,
-			  "declaredCapabilities", "writePaths", "/dev/null", "/tmp",
-			  "readPaths", "/usr", "/etc", "/dev/urandom", "/tmp", "networkPorts",
+			  "declaredCapabilities", "writePaths", "/dev/null", "/tmp", "readPaths",
+			  "/usr", "/etc", "/dev/urandom", "/tmp", "networkPorts",
 			  "networkUnrestricted", 0, "meshPeers", "bindPorts", "cgroupLimits"),
 		BROWSER_XVFB_UID);
 	if (r >= 0)
@@ -188,8 +188,9 @@ static int write_policies(void)
 				  "schema", POLICY_SCHEMA, "appName", BROWSER_VNC_USER,
 				  "declaredCapabilities", "writePaths", "/dev/null",
 				  "/tmp/" BROWSER_VNC_USER, "readPaths", "/usr", "/etc",
-				  "/dev/urandom", VNC_DIR, "/tmp/" BROWSER_VNC_USER, "networkPorts", "networkUnrestricted", 0,
-				  "meshPeers", "bindPorts", BROWSER_VNC_PORT, "cgroupLimits"),
+				  "/dev/urandom", VNC_DIR, "/tmp/" BROWSER_VNC_USER, "networkPorts",
+				  "networkUnrestricted", 0, "meshPeers", "bindPorts",
+				  BROWSER_VNC_PORT, "cgroupLimits"),
 			BROWSER_VNC_UID);
 	if (r >= 0)
 		r = daemon_write_policy(
@@ -199,9 +200,9 @@ static int write_policies(void)
 				  "schema", POLICY_SCHEMA, "appName", BROWSER_NOVNC_USER,
 				  "declaredCapabilities", "writePaths", "/dev/null",
 				  "/tmp/" BROWSER_NOVNC_USER, "readPaths", "/usr", "/etc",
-				  "/dev/urandom", "/tmp/" BROWSER_NOVNC_USER, "networkPorts", BROWSER_VNC_PORT,
-				  "networkUnrestricted", 0, "meshPeers", "bindPorts",
-				  BROWSER_NOVNC_PORT, "cgroupLimits"),
+				  "/dev/urandom", "/tmp/" BROWSER_NOVNC_USER, "networkPorts",
+				  BROWSER_VNC_PORT, "networkUnrestricted", 0, "meshPeers",
+				  "bindPorts", BROWSER_NOVNC_PORT, "cgroupLimits"),
 			BROWSER_NOVNC_UID);
 	return r;
 }
@@ -211,9 +212,10 @@ int browser_setup(const char *app, uid_t uid, const char *password, char *why, s
 	int r;
 
 	if (!br.mounted)
-		return daemon_why(why, whylen,
-				  "the browser layer is not attached: the CLI attaches it to a VM "
-				  "whose app declares browser:* (berth vm install --layer browser)");
+		return daemon_why(
+			why, whylen,
+			"the browser layer is not attached: the CLI attaches it to a VM "
+			"whose app declares browser:* (berth vm install --layer browser)");
 	if (!password || strlen(password) != 8)
 		return daemon_why(why, whylen,
 				  "no VNC password for the session on the secrets disk "

@@ -78,9 +78,11 @@ static bool connects(const char *target)
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		return fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	}
-	if (!strneq(target, "127.0.0.1:", 10) || parse_port(target + 10, strlen(target + 10), &port) < 0)
+	if (!strneq(target, "127.0.0.1:", 10) ||
+	    parse_port(target + 10, strlen(target + 10), &port) < 0)
 		return false;
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

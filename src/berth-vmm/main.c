@@ -31,8 +31,8 @@ static int verb_pins(int argc, char **argv)
 	}
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
 		if (set.sha256[k][0])
-			printf("%-13s sha256 %s  %llu B\n", artifact_kind_to_string(k), set.sha256[k],
-		       (unsigned long long)set.size[k]);
+			printf("%-13s sha256 %s  %llu B\n", artifact_kind_to_string(k),
+			       set.sha256[k], (unsigned long long)set.size[k]);
 	printf("linux         %s\n", set.linux_release);
 	return 0;
 }

@@ -122,8 +122,9 @@ int vmm_write_state(Vmm *v, const char *state)
 	/* The layers attached, measured like the root image (docs/browser.md). */
 	for (int k = ARTIFACT_BASE_MAX; k < _ARTIFACT_KIND_MAX; k++)
 		if (v->layers[k].fd >= 0)
-			json_object_set_new(measurements, artifact_kind_to_string(k),
-					    artifact_json(&v->layers[k], artifact_kind_to_string(k)));
+			json_object_set_new(
+				measurements, artifact_kind_to_string(k),
+				artifact_json(&v->layers[k], artifact_kind_to_string(k)));
 	if (v->state_fd >= 0)
 		json_object_set_new(measurements, "state",
 				    json_pack("{s:s, s:I, s:b, s:s, s:i, s:I, s:I}", "path",

@@ -536,7 +536,8 @@ static void print_secret(const char *label, const char *secret)
 
 static void print_login(const Dev *d)
 {
-	print_secret("login: " TERMINAL_LOGIN_USER " / ", terminal_login_secret(d->l.terminal_login));
+	print_secret("login: " TERMINAL_LOGIN_USER " / ",
+		     terminal_login_secret(d->l.terminal_login));
 }
 
 /*

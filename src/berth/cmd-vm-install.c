@@ -54,7 +54,8 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 			ArtifactKind k = artifact_layer_from_name(optarg);
 
 			if (k < 0) {
-				cli_usage_error("unknown layer '%s': the one layer is 'browser'", optarg);
+				cli_usage_error("unknown layer '%s': the one layer is 'browser'",
+						optarg);
 				return -EINVAL;
 			}
 			o->layers |= 1u << k;

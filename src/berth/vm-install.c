@@ -205,11 +205,12 @@ static int install_all(const VmInstallOptions *o, const PinSet *pins, const char
 		if (k >= ARTIFACT_BASE_MAX ? !(o->layers & (1u << k)) : o->layers_only)
 			continue;
 		if (k >= ARTIFACT_BASE_MAX && !pins->sha256[k][0])
-			return log_error_errno(-ENOENT,
-					       "this berth-vmm has no %s pinned, so it cannot boot one: "
-					       "install a berth-vmm built with the layer's manifest "
-					       "(docs/browser.md)",
-					       artifact_kind_to_string(k));
+			return log_error_errno(
+				-ENOENT,
+				"this berth-vmm has no %s pinned, so it cannot boot one: "
+				"install a berth-vmm built with the layer's manifest "
+				"(docs/browser.md)",
+				artifact_kind_to_string(k));
 		n_wanted++;
 		progress.name = artifact_kind_to_string(k);
 		r = install_artifact(pins, vm_dir, k, &io, &res, err, sizeof(err));

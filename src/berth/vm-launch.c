@@ -469,9 +469,10 @@ static int ensure_layer(VmLaunch *l, const PinSet *pins, const char *vm_dir,
 	if (l->browser_app < 0)
 		return 0;
 	if (!pins->sha256[ARTIFACT_LAYER_BROWSER][0])
-		return log_error("%s has no pin for the browser layer, which %s's browser:* "
-				 "capabilities need: use a berth-vmm built with it (docs/browser.md)",
-				 l->vmm, l->name);
+		return log_error(
+			"%s has no pin for the browser layer, which %s's browser:* "
+			"capabilities need: use a berth-vmm built with it (docs/browser.md)",
+			l->vmm, l->name);
 	p = pinset_install_path(pins, vm_dir, ARTIFACT_LAYER_BROWSER);
 	if (p && access(p, R_OK) == 0)
 		return 0;

@@ -39,7 +39,8 @@ int main(int argc, char **argv)
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';
 	if (n == 0 || n > VNC_PASSWORD_MAX || memchr(buf, '\0', n)) {
-		fprintf(stderr, "vnc-passwd: the password must be 1 to %d bytes\n", VNC_PASSWORD_MAX);
+		fprintf(stderr, "vnc-passwd: the password must be 1 to %d bytes\n",
+			VNC_PASSWORD_MAX);
 		return 1;
 	}
 	umask(0377);

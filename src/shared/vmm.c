@@ -166,8 +166,8 @@ char *pinset_to_json_text(const PinSet *set)
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
 		if (set->sha256[k][0])
 			json_object_set_new(doc, artifact_kind_to_string(k),
-				    json_pack("{s:s, s:I}", "sha256", set->sha256[k], "size",
-					      (json_int_t)set->size[k]));
+					    json_pack("{s:s, s:I}", "sha256", set->sha256[k],
+						      "size", (json_int_t)set->size[k]));
 	json_object_set_new(doc, "linux", json_string(set->linux_release));
 	return json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT);
 }

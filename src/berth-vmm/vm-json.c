@@ -20,7 +20,7 @@ static json_t *artifact_json(const Artifact *a, const char *name)
 	json_t *o = json_pack("{s:s, s:b, s:I, s:I}", "sha256", a->sha256, "pinned", a->pinned,
 			      "sizeBytes", (json_int_t)a->size, "hashMs", (json_int_t)a->hash_ms);
 
-	if (o && streq(name, "rootfs")) {
+	if (o && (streq(name, "rootfs") || strneq(name, "layer-", 6))) {
 		json_object_set_new(o, "fstype", json_string("erofs"));
 		json_object_set_new(o, "readOnly", json_true());
 	}

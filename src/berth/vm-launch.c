@@ -143,7 +143,12 @@ static int load_terminal(VmLaunch *l)
 		for (size_t a = 0; a < n_apps && !declared; a++) {
 			const char *const *caps;
 			size_t n = manifest_capabilities(apps[a], &caps);
+			ManifestExpose expose = manifest_expose(apps[a]);
 
+			/* expose: {browser: false} or {terminal: false} keeps the port in the VM. */
+			if ((streq(rows[k].ns, "browser") && !expose.browser) ||
+			    (streq(rows[k].ns, "terminal") && !expose.terminal))
+				continue;
 			for (size_t i = 0; i < n; i++)
 				declared |= publish_capability_in(caps[i], rows[k].ns);
 		}

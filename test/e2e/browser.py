@@ -22,7 +22,8 @@ allowed.test only, with test/e2e/fixtures/procprobe beside it to look at the gue
     not, a wrong password refused and the right one let in to a 1280x800 display;
   - the password is in no argv in the guest, nor in vm.json, berth-vmm's log, the console
     or the boot evidence;
-then, with the VM stopped, a layer changed on disk is refused by berth-vmm before boot.
+then, with the VM stopped, berth attest records the layer, and a layer changed on disk is
+refused by berth-vmm before boot.
 Prints TAP, and how long Chromium took, as comments."""
 import base64
 import json
@@ -44,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dev_pty import Dev  # noqa: E402
 from ws_client import WebSocket, http  # noqa: E402
 
-PLAN = 21
+PLAN = 22
 APP_UID = 10000
 results = []
 
@@ -287,8 +288,21 @@ def session(home, work, origin_log):
         found = [k for k, v in places.items() if password in v]
         tap(not found, "the VNC password is in no guest argv, nor in vm.json, vmm.log, the console or the evidence",
             found)
+        return boot, layer.get("sha256")
     finally:
         dev.stop()
+
+
+def attested(home, boot, sha):
+    p = subprocess.run([BERTH, "attest", boot, "--json"], env=dict(os.environ, BERTH_HOME=home),
+                       capture_output=True, text=True, timeout=60)
+    try:
+        rec = json.loads(p.stdout)
+    except ValueError:
+        rec = {}
+    text = json.dumps(rec)
+    tap(p.returncode == 0 and sha and f'"sha256": "{sha}"' in text and '"layers"' in text,
+        "berth attest records the browser layer's measurement", (p.stderr, text[:3000]))
 
 
 def tampered(home):
@@ -333,7 +347,9 @@ def main():
             tap(False, "install the base artifacts", p.stdout + p.stderr)
             return 1
         origin_log, teardown = setup_network(home, str(os.getpid() % 100000))
-        session(home, home, origin_log)
+        boot, sha = session(home, home, origin_log) or (None, None)
+        if boot:
+            attested(home, boot, sha)
         tampered(home)
     finally:
         subprocess.run([BERTH, "vm", "stop", "berth-dev-browser-native"], env=dict(os.environ, BERTH_HOME=home),

@@ -65,7 +65,7 @@ int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Art
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
 		ret->a[k] = (Artifact){.fd = -EBADF};
 
-	for (int k = 0; k < _ARTIFACT_KIND_MAX && r >= 0; k++) {
+	for (int k = 0; k < ARTIFACT_BASE_MAX && r >= 0; k++) {
 		_cleanup_free_ char *path = NULL;
 		bool override = k == ARTIFACT_ROOTFS && rootfs_override;
 

@@ -135,7 +135,7 @@ def kill_engine(run_dir):
 def vmm_refusals(home, apps):
     cases = [
         (["--publish", "9222", "--app", apps["terminal"]],
-         "--publish 9222: this port is never published to the host; only 7681 (the terminal's web view) may be",
+         "--publish 9222: this port is never published to the host; only 7681 (the terminal's web view), 6080 (noVNC) may be",
          "CDP's 9222 is never published"),
         (["--publish", "80x", "--app", apps["terminal"]], "--publish takes a TCP port number", "a bad port is refused"),
         (["--publish", "7681", "--publish", "7681", "--app", apps["terminal"]], "--publish 7681 is given twice",

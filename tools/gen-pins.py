@@ -43,6 +43,10 @@ def main():
     if layer.get("name") != "browser":
         sys.exit(f"{sys.argv[3]}: not the browser layer's manifest")
     b_sha, b_size = pin(layer["layer"], "browser layer")
+    if layer.get("basePackagesLockSha256") != rootfs.get("packagesLockSha256"):
+        sys.exit(f"{sys.argv[3]}: the browser layer was made over another root image stage "
+                 f"(packages.lock {layer.get('basePackagesLockSha256')}, the root image's "
+                 f"{rootfs.get('packagesLockSha256')}): rebuild it (scripts/build-artifacts.sh) and re-pin")
     # The brokers the image ships (vm/rootfs/build.sh); a manifest from before the list
     # ships only the egress broker, which every image has had.
     daemons = rootfs.get("daemons", ["egress-broker"])

@@ -809,7 +809,9 @@ static void env_add_secrets(Env *e, const json_t *vars, size_t n_own)
 	json_t *v;
 
 	json_object_foreach((json_t *)vars, name, v)
-		if (!env_has(e, name, n_own))
+		/* The VNC password is x11vnc's (browser.c): the app and its Chromium, which runs
+		 * without Chromium's own sandbox, never hold it. */
+		if (!env_has(e, name, n_own) && !streq(name, "BERTH_VNC_PASSWORD"))
 			env_set(e, name, json_string_value(v));
 }
 
@@ -859,6 +861,10 @@ static int build_env(const App *a, Env *e)
 
 		snprintf(buf, sizeof(buf), "%.*s", (int)(eq - *c), *c);
 		env_set(e, buf, eq + 1);
+	}
+	if (a->browser) {
+		snprintf(buf, sizeof(buf), "/run/berth/%s/" BROWSER_XAUTH_NAME, a->name);
+		env_set(e, "XAUTHORITY", buf);
 	}
 	for (const char *const *c = a->browser ? browser_app_env() : NULL; c && *c; c++) {
 		const char *eq = strchr(*c, '=');

@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "browser.h"
 #include "disks.h"
+#include "fileio.h"
 #include "journal.h"
 #include "macros.h"
 #include "policy.h"
@@ -22,6 +24,10 @@
 #define VNC_DIR "/run/berth/vnc"
 #define VNC_PASSWD VNC_DIR "/passwd"
 #define VNC_PASSWD_TOOL "/usr/libexec/berth/vnc-passwd"
+#define VNC_XAUTH VNC_DIR "/" BROWSER_XAUTH_NAME
+#define XVFB_DIR "/run/berth/xvfb"
+#define XVFB_XAUTH XVFB_DIR "/" BROWSER_XAUTH_NAME
+#define XAUTH_COOKIE_BYTES 16
 #define X11_DIR "/tmp/.X11-unix"
 #define XVFB_POLICY STACK_DIR "/xvfb-policy.json"
 #define VNC_POLICY STACK_DIR "/vnc-policy.json"
@@ -31,10 +37,12 @@
 static const char *const overlaid[] = {"/usr", "/etc", "/var"};
 
 static const char *const xvfb_args[] = {
-	BROWSER_DISPLAY, "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-nolisten", "local",
+	BROWSER_DISPLAY, "-auth", XVFB_XAUTH, "-screen", "0", "1280x800x24", "-nolisten", "tcp",
+	"-nolisten", "local",
 	/* No GLX: the layer has no Mesa drivers, Chromium draws with SwiftShader. */
 	"-extension", "GLX", "-noreset", NULL};
-static const char *const vnc_args[] = {"-display",  BROWSER_DISPLAY, "-rfbauth",   VNC_PASSWD,
+static const char *const vnc_args[] = {"-display",  BROWSER_DISPLAY, "-auth",	     VNC_XAUTH,
+				       "-rfbauth",  VNC_PASSWD,
 				       "-rfbport",  "5900",	     "-localhost", "-noipv6",
 				       "-forever",  "-shared",	     "-noshm",	   "-nocmds",
 				       "-noremote", "-nossl",	     "-quiet",	   NULL};
@@ -96,9 +104,10 @@ int browser_layer_mount(void)
 		journal_logf("browser layer: cannot create %s: %s", LAYER_DIR, strerror(-r));
 		return r;
 	}
-	if (mount(dev, LAYER_DIR, "erofs", MS_RDONLY | MS_NODEV, NULL) < 0) {
-		journal_logf("browser layer %s: cannot mount it (erofs): %s", dev, strerror(errno));
-		return -errno;
+	if (mount(dev, LAYER_DIR, "erofs", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) < 0) {
+		r = -errno;
+		journal_logf("browser layer %s: cannot mount it (erofs): %s", dev, strerror(-r));
+		return r;
 	}
 	/* The layer above the root image's own directory, both read-only: no upper layer,
 	 * so nothing in the VM writes to either. */
@@ -110,10 +119,12 @@ int browser_layer_mount(void)
 		snprintf(dir, sizeof(dir), "%s%s", LAYER_DIR, overlaid[i]);
 		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		if (mount("overlay", overlaid[i], "overlay", MS_RDONLY | MS_NODEV, lower) < 0) {
+		if (mount("overlay", overlaid[i], "overlay", MS_RDONLY | MS_NODEV | MS_NOSUID, lower) <
+		    0) {
+			r = -errno;
 			journal_logf("browser layer: cannot lay it over %s (overlayfs): %s",
-				     overlaid[i], strerror(errno));
-			return -errno;
+				     overlaid[i], strerror(-r));
+			return r;
 		}
 	}
 	br.mounted = true;
@@ -166,6 +177,66 @@ static int write_vnc_password(const char *password, char *why, size_t whylen)
 	return 0;
 }
 
+/* One Xauthority entry (libXau's format: big-endian lengths): any host (FamilyWild),
+ * display 99, MIT-MAGIC-COOKIE-1 and @cookie, written to @path 0400 for @uid. */
+static int write_xauth(const char *path, const uint8_t cookie[XAUTH_COOKIE_BYTES], uid_t uid)
+{
+	static const char name[] = "MIT-MAGIC-COOKIE-1", number[] = "99";
+	uint8_t buf[64];
+	size_t n = 0;
+	int r;
+
+#define PUT16(v) (buf[n++] = (uint8_t)((v) >> 8), buf[n++] = (uint8_t)((v) & 0xff))
+	PUT16(0xffff); /* FamilyWild */
+	PUT16(0);      /* no address */
+	PUT16(sizeof(number) - 1);
+	memcpy(buf + n, number, sizeof(number) - 1);
+	n += sizeof(number) - 1;
+	PUT16(sizeof(name) - 1);
+	memcpy(buf + n, name, sizeof(name) - 1);
+	n += sizeof(name) - 1;
+	PUT16(XAUTH_COOKIE_BYTES);
+	memcpy(buf + n, cookie, XAUTH_COOKIE_BYTES);
+	n += XAUTH_COOKIE_BYTES;
+#undef PUT16
+	r = write_file_atomic(path, buf, n, 0400);
+	explicit_bzero(buf, sizeof(buf));
+	if (r >= 0 && chown(path, uid, uid) < 0)
+		r = -errno;
+	return r;
+}
+
+/* The display's cookie, for Xvfb, x11vnc and the browser app: no other uid gets one. A
+ * secret, so from getrandom(), which waits for the kernel's entropy if it must. */
+static int write_cookies(const char *app, uid_t app_uid, char *why, size_t whylen)
+{
+	uint8_t cookie[XAUTH_COOKIE_BYTES];
+	char path[128];
+	int r = 0;
+
+	for (size_t got = 0; got < sizeof(cookie);) {
+		ssize_t k = getrandom(cookie + got, sizeof(cookie) - got, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return daemon_why(why, whylen, "cannot make the display's cookie: %s",
+					  strerror(errno));
+		got += (size_t)k;
+	}
+	snprintf(path, sizeof(path), "/run/berth/%s/" BROWSER_XAUTH_NAME, app);
+	r = write_xauth(XVFB_XAUTH, cookie, BROWSER_XVFB_UID);
+	if (r >= 0)
+		r = write_xauth(VNC_XAUTH, cookie, BROWSER_VNC_UID);
+	if (r >= 0)
+		r = write_xauth(path, cookie, app_uid);
+	explicit_bzero(cookie, sizeof(cookie));
+	if (r < 0)
+		return daemon_why(why, whylen, "cannot write the display's cookies: %s",
+				  strerror(-r));
+	return 0;
+}
+
 static int write_policies(void)
 {
 	int r;
@@ -174,10 +245,11 @@ static int write_policies(void)
 	 * /var/lib/xkb, is read-only, and Xvfb then takes /tmp). */
 	r = daemon_write_policy(
 		XVFB_POLICY,
-		json_pack("{s:i, s:s, s:[], s:[s, s], s:[s, s, s, s], s:[], s:b, s:[], s:[], s:{}}",
+		json_pack("{s:i, s:s, s:[], s:[s, s], s:[s, s, s, s, s], s:[], s:b, s:[], s:[], "
+			  "s:{}}",
 			  "schema", POLICY_SCHEMA, "appName", BROWSER_XVFB_USER,
 			  "declaredCapabilities", "writePaths", "/dev/null", "/tmp", "readPaths",
-			  "/usr", "/etc", "/dev/urandom", "/tmp", "networkPorts",
+			  "/usr", "/etc", "/dev/urandom", "/tmp", XVFB_DIR, "networkPorts",
 			  "networkUnrestricted", 0, "meshPeers", "bindPorts", "cgroupLimits"),
 		BROWSER_XVFB_UID);
 	if (r >= 0)
@@ -226,6 +298,8 @@ int browser_setup(const char *app, uid_t uid, const char *password, char *why, s
 	r = daemon_make_dir(STACK_DIR, 0755, 0, 0);
 	if (r >= 0)
 		r = daemon_make_dir(VNC_DIR, 0700, BROWSER_VNC_UID, BROWSER_VNC_UID);
+	if (r >= 0)
+		r = daemon_make_dir(XVFB_DIR, 0700, BROWSER_XVFB_UID, BROWSER_XVFB_UID);
 	/* X's socket directory, root's and sticky like /tmp, as X clients expect it. */
 	if (r >= 0)
 		r = daemon_make_dir(X11_DIR, 01777, 0, 0);
@@ -241,12 +315,13 @@ int browser_setup(const char *app, uid_t uid, const char *password, char *why, s
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot create its directories: %s", strerror(-r));
 	r = write_vnc_password(password, why, whylen);
+	if (r >= 0)
+		r = write_cookies(app, uid, why, whylen);
 	if (r < 0)
 		return r;
 	r = write_policies();
 	if (r < 0)
 		return daemon_why(why, whylen, "cannot write its policies: %s", strerror(-r));
-	(void)uid;
 	br.set_up = true;
 	return 0;
 }

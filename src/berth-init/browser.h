@@ -18,7 +18,8 @@
  * stack, each program as its own uid under agent-init with a policy of its own:
  *
  *   - Xvfb :99 (uid 9010, berth-xvfb), 1280x800x24, -nolisten tcp: its socket is
- *     /tmp/.X11-unix/X99, which the app's Chromium draws on;
+ *     /tmp/.X11-unix/X99, which the app's Chromium draws on. Its -auth file holds a
+ *     random MIT-MAGIC-COOKIE-1 that only the app and x11vnc get a copy of;
  *   - x11vnc (uid 9011, berth-vnc) on 127.0.0.1:5900, with -rfbauth: the password file is
  *     written from the session's password (BERTH_VNC_PASSWORD in the app's part of the
  *     secrets disk) by the layer's vnc-passwd, never passed as an argument;
@@ -37,6 +38,9 @@
 #define BROWSER_DISPLAY ":99"
 #define BROWSER_VNC_PORT 5900
 #define BROWSER_NOVNC_PORT 6080
+/* The display's MIT-MAGIC-COOKIE-1, in /run/berth/<app>/ for the browser app (XAUTHORITY):
+ * without it no other uid of the VM may draw on, read or type into the display. */
+#define BROWSER_XAUTH_NAME "Xauthority"
 
 /* Mount the layer when its disk is attached. Returns 1 (mounted), 0 (no layer) or -errno
  * (a layer that does not mount: the boot fails, as for a root image that does not). */

@@ -310,6 +310,11 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 				 argv[optind]);
 	if (!a->name)
 		return log_error("berth-vmm run needs --name NAME; see 'berth-vmm run --help'");
+	/* A layer takes one of the virtio devices the app shares would have. */
+	if (a->n_apps + (size_t)__builtin_popcount(a->layers) > VM_SHARES_MAX)
+		return log_error(
+			"%zu app shares and the browser layer do not fit: QEMU's microvm has %d virtio devices, so a VM with a layer holds at most %d app shares",
+			a->n_apps, VM_TRANSPORTS_MAX, VM_SHARES_MAX - 1);
 	if (a->channel_connect && a->channel_external)
 		return log_error("--channel-connect and --channel-external exclude each other");
 	if (a->channel_connect && strlen(a->channel_connect) > SOCKET_PATH_MAX)
@@ -832,8 +837,8 @@ static void cold_disks(Vmm *v)
 		c->disks[c->n_disks++] = (VmDisk){serials[i], v->apps[i].image_fd, true};
 	}
 	/* berth-init finds a layer by its serial ("layer-browser") and lays it over the root. */
-	for (int k = ARTIFACT_BASE_MAX; k < _ARTIFACT_KIND_MAX && c->n_disks < VM_DISKS_MAX; k++)
-		if (v->layers[k].fd >= 0)
+	for (int k = ARTIFACT_BASE_MAX; k < _ARTIFACT_KIND_MAX; k++)
+		if (v->layers[k].fd >= 0 && c->n_disks < VM_DISKS_MAX)
 			c->disks[c->n_disks++] =
 				(VmDisk){artifact_kind_to_string(k), v->layers[k].fd, true};
 }

@@ -166,6 +166,17 @@ static int load_terminal(VmLaunch *l)
 	return 0;
 }
 
+static bool declares_browser(const Manifest *m)
+{
+	const char *const *caps;
+	size_t n = manifest_capabilities(m, &caps);
+
+	for (size_t i = 0; i < n; i++)
+		if (publish_capability_in(caps[i], "browser"))
+			return true;
+	return false;
+}
+
 /* --apps: each a folder, as given (from the working directory) or beside the main app's. */
 static int load_companions(VmLaunch *l)
 {
@@ -217,6 +228,15 @@ static int load_companions(VmLaunch *l)
 		if (r < 0)
 			return log_error("%s", reason ? reason : "this companion cannot run in the VM");
 	}
+	/* The browser layer takes one of the VM's four places for disks of apps. */
+	bool browser = declares_browser(l->manifest);
+
+	for (size_t i = 0; i < l->n_companions; i++)
+		browser |= declares_browser(l->companions[i].manifest);
+	if (browser && l->n_companions > VM_LAUNCH_COMPANIONS_MAX - 1)
+		return log_error(
+			"--apps: at most %d companions when an app declares browser:*, since the browser layer takes one of a VM's %d app places; leave one out",
+			VM_LAUNCH_COMPANIONS_MAX - 1, VM_LAUNCH_COMPANIONS_MAX + 1);
 	return 0;
 }
 

@@ -76,11 +76,16 @@ int vmm_locate(const char *configured, char **ret_path)
 	return search_build_tree(ret_path);
 }
 
+/* The base three decide; a layer only when both have a pin for it (a berth-vmm refuses a
+ * layer it does not trust, so a VM without one is the same on either). */
 static bool pins_equal(const PinSet *a, const PinSet *b)
 {
-	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++) {
+		if (k >= ARTIFACT_BASE_MAX && (!a->sha256[k][0] || !b->sha256[k][0]))
+			continue;
 		if (!streq(a->sha256[k], b->sha256[k]))
 			return false;
+	}
 	return true;
 }
 

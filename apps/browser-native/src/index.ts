@@ -78,7 +78,16 @@ function thePage() {
 
 // The broker answers a refused host with a 403 of its own; Chromium shows that page for a
 // plain http:// URL, and fails the tunnel (ERR_TUNNEL_CONNECTION_FAILED) for https://.
+// Only the web: a file:, chrome:, view-source: or javascript: URL would not go through the
+// broker, and would show the agent what the app's uid may read (/proc/self/environ, ...).
+function webUrl(url: string): string {
+	const scheme = new URL(url).protocol;
+	if (scheme !== "http:" && scheme !== "https:") throw new Error(`only http: and https: URLs may be opened, not ${scheme}`);
+	return url;
+}
+
 async function go(url: string) {
+	webUrl(url);
 	const p = await thePage();
 	const response = await p.goto(url, { waitUntil: "load" });
 	const status = response ? response.status() : 0;
@@ -90,7 +99,7 @@ async function go(url: string) {
 export default defineApp((app) => {
 	app.export({
 		name: "navigate",
-		input: z.object({ url: z.string().url() }),
+		input: z.object({ url: z.string().url().refine((u) => /^https?:$/.test(new URL(u).protocol), "only http: and https: URLs") }),
 		output: z.object({ url: z.string(), title: z.string(), status: z.number() }),
 		handler: ({ url }) => go(url),
 	});

@@ -44,6 +44,9 @@ rm -rf "$tree"/usr/share/doc "$tree"/usr/share/man "$tree"/usr/share/info "$tree
 # dbus's maintainer scripts make a random machine id; the root image's stays empty, as
 # every VM's own. /run and /root are the guest's tmpfs and nobody's.
 rm -rf "$tree/etc/machine-id" "$tree/var/lib/dbus/machine-id" "$tree/run" "$tree/root"
+# berth-init lays /usr, /etc and /var over the root image, nothing else.
+other=$(cd "$tree" && find . -mindepth 1 -maxdepth 1 ! -name usr ! -name etc ! -name var)
+[ -z "$other" ] || die "the browser layer adds $other, outside the /usr, /etc and /var berth-init overlays"
 
 # What this source tree adds (the tree record's "# source:" paths): the helper that writes
 # x11vnc's password file, and Playwright's client library for apps/browser-native, which
@@ -85,7 +88,11 @@ m = {
     "suite": "bookworm",
     "packagesLockSha256": "$(sha256_of "$out/layer-browser-packages.lock")",
     "layer": {"file": "layer-browser.erofs", "sha256": "$sha", "size": $(size_of "$out/layer-browser.erofs")},
-    "treeBytes": $(du -sb "$tree" | cut -f1),
+    # The root image's Debian stage it was made over: gen-pins.py refuses a layer made
+    # over another one, whose /etc and libraries would not match the root image's.
+    "basePackagesLockSha256": "$(sha256_of "$(dirname "$base")/packages.installed")",
+    # Regular files only: a directory's size depends on the filesystem.
+    "treeBytes": $(find "$tree" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'),
 }
 with open(sys.argv[1], "w") as f:
     json.dump(m, f, indent=2, sort_keys=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Stage of the browser layer: the root image's Debian stage with packages.txt installed
-# on top, security updates included, caches dropped. Cached by content under
+# on top (the current versions, security updates included), caches dropped. Cached by content under
 # $BERTH_CACHE/layer-stage/browser/<key>, like the root image's stage; the .deb files are
 # kept under $BERTH_CACHE/layer-debs/browser so that a rebuild needs no download.
 # Usage: vm/layers/browser/stage.sh [--fresh DIR]   (prints the tree's path)
@@ -22,9 +22,11 @@ if [ -z "$fresh" ] && [ -d "$dest/tree" ] && [ -z "${BERTH_REFRESH_STAGE:-}" ]; 
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || die "building the browser layer needs root (chroot): run it with sudo"
-# Under its own hostname, as the root image's stage: a maintainer script may record it.
+# Under its own hostname, as the root image's stage (a maintainer script may record it),
+# and in a mount namespace of its own, so that its mounts go when it does, whatever happens.
 if [ -z "${BERTH_LAYER_ISOLATED:-}" ]; then
-	exec env BERTH_LAYER_ISOLATED=1 unshare --uts -- bash "$here/stage.sh" "$@"
+	exec env BERTH_LAYER_ISOLATED=1 unshare --uts --mount --propagation private -- \
+		bash "$here/stage.sh" "$@"
 fi
 hostname berth
 
@@ -35,7 +37,8 @@ tree="$work/tree"
 cleanup() {
 	umount "$tree/var/cache/apt/archives" 2>/dev/null || true
 	umount "$tree/proc" 2>/dev/null || true
-	rm -rf "$work"
+	# Never into a mount left behind (the .deb cache is bind-mounted in the tree).
+	rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 cp -a "$base" "$tree"
@@ -52,8 +55,10 @@ in_tree() {
 		TZ=UTC PYTHONDONTWRITEBYTECODE=1 SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" \
 		DEBIAN_FRONTEND=noninteractive "$@"
 }
-{ in_tree apt-get -q update && in_tree apt-get -q -y upgrade &&
-	in_tree apt-get -q -y install --no-install-recommends $pkgs; } >"$work/apt.log" 2>&1 ||
+# No upgrade: the layer must leave the root image's packages as they are (the root image's
+# stage has its security updates already); only what packages.txt needs is added.
+{ in_tree apt-get -q update && in_tree apt-get -q -y install --no-install-recommends $pkgs; } \
+	>"$work/apt.log" 2>&1 ||
 	{ tail -20 "$work/apt.log" >&2; die "apt-get in the browser layer's stage failed (log above)"; }
 # Python byte code with hashes, not mtimes (vm/rootfs/stage.sh says why).
 in_tree /usr/bin/python3 -m compileall -q -f --invalidation-mode unchecked-hash \

@@ -248,19 +248,15 @@ def session(home, work, origin_log):
             (rc, r, err))
         # Chromium's processes descend from the app's: Landlock domains are inherited and
         # never dropped, so each is under the app's rules (which e2e-confinement tests).
-        by_pid = {p["pid"]: p for p in procs}
-        app_pids = {p["pid"] for p in procs if p["uid"] == APP_UID and "runtime.mjs" in " ".join(p["argv"])}
-
-        def under_app(p):
-            seen = 0
-            while p and seen < 64:
-                if p["pid"] in app_pids:
-                    return True
-                p, seen = by_pid.get(p["ppid"]), seen + 1
-            return False
-        tap(app_pids and chromium and all(under_app(p) for p in chromium),
-            "every Chromium process descends from the app's confined process (its Landlock domain)",
-            json.dumps([(p["pid"], p["ppid"], p["argv"][:2]) for p in procs])[:3000])
+        # Its crash handler leaves its parent for PID 1, so the witness is the app's cgroup,
+        # which berth-init puts only the app into and which every child inherits.
+        app_procs = [p for p in procs if p["uid"] == APP_UID and "runtime.mjs" in " ".join(p["argv"])]
+        app_cg = app_procs[0]["cgroup"] if app_procs else None
+        others = {p["cgroup"] for p in procs if p["uid"] not in (APP_UID,) and p["argv"]}
+        tap(app_cg and app_cg not in others and chromium and all(p["cgroup"] == app_cg for p in chromium) and
+            any(p["ppid"] == app_procs[0]["pid"] for p in chromium),
+            "every Chromium process was started by the confined app: its child, in its cgroup",
+            json.dumps([(p["pid"], p["ppid"], p["cgroup"], p["argv"][:1]) for p in procs if p["argv"]])[:3000])
 
         rc, r, err = rpc(home, "x11_connect", app="procprobe")
         tap(rc == 0 and r.get("connected") and r.get("status") == 0,

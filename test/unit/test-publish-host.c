@@ -168,8 +168,10 @@ TEST(splice)
 	rig_new(&r);
 	ASSERT_OK(
 		publish_host_new(r.loop, r.dir, 7681, "127.0.0.1", &p, &warning, err, sizeof(err)));
-	/* No VM (no socket yet, or a reload in between): the connection is closed. */
+	/* No VM (no socket yet, or a reload in between): once the request is in, the
+	 * connection is closed. */
 	c = tcp_connect(p, AF_INET);
+	ASSERT_EQ(write(c, "GET / HTTP/1.1\r\n\r\n", 18), 18);
 	ASSERT_EQ(read_some(&r, c, buf, sizeof(buf)), 0);
 	close(c);
 	ASSERT_EQ(publish_host_connections(p), 0);
@@ -190,6 +192,58 @@ TEST(splice)
 	close(c);
 	for (int i = 0; i < 100 && publish_host_connections(p) > 0; i++)
 		(void)ev_run(r.loop, 10 * USEC_PER_MSEC);
+	ASSERT_EQ(publish_host_connections(p), 0);
+	publish_host_free(p);
+	rig_free(&r);
+}
+
+TEST(origin_check)
+{
+	const char *url = "http://127.0.0.1:41234";
+	static const char ok_none[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1:41234\r\n\r\n";
+	static const char ok_same[] = "GET /websockify HTTP/1.1\r\norigin:  http://127.0.0.1:41234 \r\n\r\n";
+	static const char ok_local[] = "GET / HTTP/1.1\r\nOrigin: http://LOCALHOST:41234\r\n\r\n";
+	static const char bad[] = "GET /websockify HTTP/1.1\r\nOrigin: https://evil.example\r\n\r\n";
+	static const char bad_port[] = "GET / HTTP/1.1\r\nOrigin: http://127.0.0.1:4123\r\n\r\n";
+	static const char bad_null[] = "GET / HTTP/1.1\r\nOrigin: null\r\n\r\n";
+	static const char partial[] = "GET / HTTP/1.1\r\nOrigin: https://evil.exa";
+	/* The word in a value or a longer header name is not the Origin header. */
+	static const char other[] = "GET /?Origin:x HTTP/1.1\r\nX-Origin: https://evil.example\r\n\r\n";
+	char *big = malloc(PUBLISH_HOST_HEAD_MAX);
+
+	ASSERT_EQ(publish_host_origin_check(ok_none, strlen(ok_none), url, 41234), 1);
+	ASSERT_EQ(publish_host_origin_check(ok_same, strlen(ok_same), url, 41234), 1);
+	ASSERT_EQ(publish_host_origin_check(ok_local, strlen(ok_local), url, 41234), 1);
+	ASSERT_EQ(publish_host_origin_check(bad, strlen(bad), url, 41234), 0);
+	ASSERT_EQ(publish_host_origin_check(bad_port, strlen(bad_port), url, 41234), 0);
+	ASSERT_EQ(publish_host_origin_check(bad_null, strlen(bad_null), url, 41234), 0);
+	ASSERT_EQ(publish_host_origin_check(partial, strlen(partial), url, 41234), -EAGAIN);
+	ASSERT_EQ(publish_host_origin_check(other, strlen(other), url, 41234), 1);
+	ASSERT_TRUE(big != NULL);
+	memset(big, 'a', PUBLISH_HOST_HEAD_MAX);
+	ASSERT_EQ(publish_host_origin_check(big, PUBLISH_HOST_HEAD_MAX, url, 41234), -E2BIG);
+	free(big);
+}
+
+/* A request from another site's page never reaches the guest: the host answers 403. */
+TEST(foreign_origin_refused)
+{
+	PublishHost *p = NULL;
+	char *warning = NULL, err[256] = "", buf[64] = "";
+	static const char req[] = "GET /websockify HTTP/1.1\r\nOrigin: https://evil.example\r\n\r\n";
+	int c;
+	Rig r;
+
+	rig_new(&r);
+	rig_listen(&r);
+	ASSERT_OK(
+		publish_host_new(r.loop, r.dir, 6080, "127.0.0.1", &p, &warning, err, sizeof(err)));
+	c = tcp_connect(p, AF_INET);
+	ASSERT_EQ(write(c, req, strlen(req)), (ssize_t)strlen(req));
+	ASSERT_TRUE(read_some(&r, c, buf, sizeof(buf) - 1) > 0);
+	ASSERT_TRUE(strncmp(buf, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	ASSERT_EQ(accept4(r.guest, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), -1);
+	close(c);
 	ASSERT_EQ(publish_host_connections(p), 0);
 	publish_host_free(p);
 	rig_free(&r);

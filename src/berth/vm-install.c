@@ -304,8 +304,9 @@ int vm_install(const VmInstallOptions *o)
 	if (r < 0)
 		return r;
 	/* Last, and only once the files it will boot are in place: which berth-vmm is installed
-	 * decides which pins are trusted. */
-	if (o->vmm) {
+	 * decides which pins are trusted. A layer installed on an app's first need takes that
+	 * berth-vmm's pins and leaves which one is installed alone. */
+	if (o->vmm && !o->layers_only) {
 		r = install_vmm(o->vmm, vm_dir, vmm_path, err, sizeof(err));
 		if (r < 0)
 			return log_error_errno(r, "%s", err);

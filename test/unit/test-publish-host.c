@@ -201,14 +201,17 @@ TEST(origin_check)
 {
 	const char *url = "http://127.0.0.1:41234";
 	static const char ok_none[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1:41234\r\n\r\n";
-	static const char ok_same[] = "GET /websockify HTTP/1.1\r\norigin:  http://127.0.0.1:41234 \r\n\r\n";
+	static const char ok_same[] =
+		"GET /websockify HTTP/1.1\r\norigin:  http://127.0.0.1:41234 \r\n\r\n";
 	static const char ok_local[] = "GET / HTTP/1.1\r\nOrigin: http://LOCALHOST:41234\r\n\r\n";
-	static const char bad[] = "GET /websockify HTTP/1.1\r\nOrigin: https://evil.example\r\n\r\n";
+	static const char bad[] =
+		"GET /websockify HTTP/1.1\r\nOrigin: https://evil.example\r\n\r\n";
 	static const char bad_port[] = "GET / HTTP/1.1\r\nOrigin: http://127.0.0.1:4123\r\n\r\n";
 	static const char bad_null[] = "GET / HTTP/1.1\r\nOrigin: null\r\n\r\n";
 	static const char partial[] = "GET / HTTP/1.1\r\nOrigin: https://evil.exa";
 	/* The word in a value or a longer header name is not the Origin header. */
-	static const char other[] = "GET /?Origin:x HTTP/1.1\r\nX-Origin: https://evil.example\r\n\r\n";
+	static const char other[] =
+		"GET /?Origin:x HTTP/1.1\r\nX-Origin: https://evil.example\r\n\r\n";
 	char *big = malloc(PUBLISH_HOST_HEAD_MAX);
 
 	ASSERT_EQ(publish_host_origin_check(ok_none, strlen(ok_none), url, 41234), 1);
@@ -230,7 +233,8 @@ TEST(foreign_origin_refused)
 {
 	PublishHost *p = NULL;
 	char *warning = NULL, err[256] = "", buf[64] = "";
-	static const char req[] = "GET /websockify HTTP/1.1\r\nOrigin: https://evil.example\r\n\r\n";
+	static const char req[] =
+		"GET /websockify HTTP/1.1\r\nOrigin: https://evil.example\r\n\r\n";
 	int c;
 	Rig r;
 

@@ -438,12 +438,19 @@ static void transport_down(MuxIo *io)
 
 	io->down_error = 0;
 	if (io->cfg.tolerate_eof) {
+		bool was_ready = mux_get_state(io->mux) == MUX_STATE_READY;
+
 		/* No host client on the chardev right now. Keep the fd and look again later;
 		 * whatever the next host gets from us starts with our answer to its HELLO. */
 		if (io->state != MUX_IO_HOST_ABSENT)
 			log_debug_errno(error, "Transport: host absent, polling: %m");
 		io->host_absent = true;
 		mux_start(io->mux, error);
+		/* An EOF can also be the port's state flickering while the host stays (a restored
+		 * VM's port reopens): that host, still in the session, learns of its end from
+		 * this RESET and starts a new one instead of waiting on a guest that ignores it. */
+		if (was_ready)
+			mux_notify_reset(io->mux);
 		timer_arm(io, io->cfg.eof_poll_usec);
 		return;
 	}

@@ -475,6 +475,17 @@ static void protocol_error(Mux *m, int error)
 	handshake_begin(m);
 }
 
+void mux_notify_reset(Mux *m)
+{
+	if (m->cfg.role != MUX_ROLE_GUEST || m->last_epoch == 0 || m->state == MUX_STATE_READY)
+		return;
+	uint32_t epoch = m->epoch;
+
+	m->epoch = m->last_epoch;
+	(void)queue_u32(m, MUX_KIND_RESET, 0, MUX_ERR_ABORTED);
+	m->epoch = epoch;
+}
+
 void mux_resend_hello(Mux *m)
 {
 	if (m->cfg.role == MUX_ROLE_HOST && m->state == MUX_STATE_SYNC && out_size(m) == 0)

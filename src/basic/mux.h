@@ -172,6 +172,13 @@ static inline void mux_freep(Mux **m)
 void mux_start(Mux *m, int error);
 /* Host, during a handshake: queue the HELLO again (the first may have been eaten by stale
  * bytes). No-op in READY state or while output is queued. */
+/*
+ * mux_notify_reset() - the guest lost its session on its own (an EOF on its port) while the
+ * host may still think it is up: queue a RESET under the session's epoch, which makes a
+ * host still in it start a new one and which a new host ignores as stale. Guest only, and
+ * only after a session that was up.
+ */
+void mux_notify_reset(Mux *m);
 void mux_resend_hello(Mux *m);
 
 MuxState mux_get_state(Mux *m);

@@ -230,6 +230,8 @@ static int resume_requested(const json_t *req, char *err, size_t errlen, void *u
 		journal_logf("resume refused: %s", err);
 		return r;
 	}
+	if (r > 0) /* a repeat, after a session reset: resumed already */
+		return 0;
 	/* What the journal holds so far is the template's boot, not this VM's. */
 	journal_restart();
 	journal_event("restored", json_pack("{s:I}", "templateUptimeMs", (json_int_t)template_ms));

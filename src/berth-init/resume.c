@@ -23,7 +23,8 @@
 static struct {
 	bool done;
 	bool state, boot;
-	unsigned apps; /* app0 .. app<apps-1> are real */
+	unsigned apps;	  /* app0 .. app<apps-1> are real */
+	char boot_id[37]; /* the boot it was resumed as */
 } resumed;
 
 bool resume_is_template(void)
@@ -146,6 +147,9 @@ int resume_apply(const json_t *req, char *err, size_t errlen)
 	char serial[16];
 	int r;
 
+	/* The host sends it again when a session reset may have lost the answer. */
+	if (resumed.done && boot_id && streq(boot_id, resumed.boot_id))
+		return 1;
 	if (resumed.done || !resume_is_template()) {
 		snprintf(err, errlen, "this VM was not waiting to be resumed");
 		return -EALREADY;
@@ -169,6 +173,7 @@ int resume_apply(const json_t *req, char *err, size_t errlen)
 	}
 	if (setenv("BERTH_BOOT_ID", boot_id, 1) < 0)
 		return -errno;
+	snprintf(resumed.boot_id, sizeof(resumed.boot_id), "%s", boot_id);
 	resumed.state = json_is_true(json_object_get(disks, "state"));
 	resumed.boot = json_is_true(json_object_get(disks, "boot"));
 	resumed.apps = (unsigned)json_integer_value(apps);

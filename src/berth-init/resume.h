@@ -37,8 +37,9 @@ bool resume_done(void);
 bool resume_disk_real(const char *serial);
 
 /*
- * resume_apply() - act on the host's resume request @req (once; a second is refused).
- * Returns 0, or -errno with why in @err (the VM then powers off: a restored VM that
- * cannot be made its own must not run apps).
+ * resume_apply() - act on the host's resume request @req, once. A repeat for the same
+ * boot (the host sends it again after a channel reset) returns 1 and changes nothing;
+ * any other second request is refused. Returns 0, or -errno with why in @err (the VM then
+ * powers off: a restored VM that cannot be made its own must not run apps).
  */
 int resume_apply(const json_t *req, char *err, size_t errlen);

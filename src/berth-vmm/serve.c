@@ -607,6 +607,10 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 	case MUX_IO_DISCONNECTED:
 		if (!s->qemu_gone)
 			log_warning("guest channel reset: %s", strerror(error < 0 ? -error : EIO));
+		/* A resume request the reset may have lost goes again with the next session;
+		 * berth-init answers a repeat for the same boot as done. */
+		if (!s->resumed)
+			s->resume_sent = false;
 		break;
 	case MUX_IO_IDLE:
 	case MUX_IO_HANDSHAKE:

@@ -709,6 +709,30 @@ TEST(peer_reset_frame_and_guest_sees_new_host_without_eof)
 	peers_free(&h2, &g);
 }
 
+/* The guest's port gave an EOF while the host stayed (a restored VM's port reopening): the
+ * guest's RESET under the old epoch makes that host start a new session, which the guest
+ * enters, instead of both waiting on each other. */
+TEST(guest_eof_while_host_stays_recovers)
+{
+	Peer h, g;
+	uint32_t e1;
+
+	peer_init(&h, MUX_ROLE_HOST, 10, 0);
+	peer_init(&g, MUX_ROLE_GUEST, 0, 0);
+	connect_pair(&h, &g);
+	e1 = mux_get_epoch(h.m);
+	mux_start(g.m, -ECONNRESET);
+	mux_notify_reset(g.m);
+	ASSERT_EQ(mux_get_state(g.m), MUX_STATE_SYNC);
+	exchange(&g, &h);
+	ASSERT_EQ(mux_get_state(h.m), MUX_STATE_READY);
+	ASSERT_EQ(mux_get_state(g.m), MUX_STATE_READY);
+	ASSERT_TRUE(mux_get_epoch(h.m) != e1);
+	ASSERT_EQ(mux_get_epoch(g.m), mux_get_epoch(h.m));
+	ASSERT_EQ(h.session_resets, 1);
+	peers_free(&h, &g);
+}
+
 TEST(token_must_match)
 {
 	MuxConfig hc = {.role = MUX_ROLE_HOST, .test_epoch = 9, .token = {1, 2, 3}};

@@ -11,7 +11,8 @@ berth dev, on a pseudo-terminal, runs a copy of apps/browser-native whose berth.
 allowed.test only, with test/e2e/fixtures/procprobe beside it to look at the guest's /proc:
   - the first browser sandbox installs the layer, with its notice, into a fresh home;
   - navigate to http://allowed.test/ (the real broker, channel and dialer), get_page_text,
-    a click that follows the link, a screenshot that decodes as a PNG of the viewport;
+    a click that follows the link, a screenshot that decodes as a PNG of the viewport and
+    one saved under /workspace, and search against the test host's result page;
   - an undeclared host is refused with the broker's reply, and the page's image from it
     never reaches the test host;
   - Chromium's processes run as the app's uid with no_new_privs and seccomp, each a
@@ -46,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dev_pty import Dev  # noqa: E402
 from ws_client import WebSocket, http  # noqa: E402
 
-PLAN = 24
+PLAN = 27
 APP_UID = 10000
 results = []
 
@@ -182,7 +183,8 @@ def app_copy(home):
 def session(home, work, origin_log):
     app_dir = app_copy(home)
     probe = os.path.join(SRC, "test/e2e/fixtures/procprobe")
-    dev = Dev(home, app_dir, ["--apps", probe])
+    # The search export's result page: the test host's, given as the app's setting.
+    dev = Dev(home, app_dir, ["--apps", probe, "--env", "BROWSER_SEARCH_URL=http://allowed.test/search?q={query}"])
     run_dir = os.path.join(home, "run/vm/berth-dev-browser-native")
     try:
         ready = dev.wait_for(r"^VM ready in (\d+) ms", 600)
@@ -221,6 +223,16 @@ def session(home, work, origin_log):
         size = png_size(base64.b64decode(r["png"])) if rc == 0 and r and r.get("png") else None
         tap(size == (1280, 720) and (r["width"], r["height"]) == size,
             "a screenshot decodes as a PNG of the page's viewport (1280x720)", (size, err))
+
+        rc, r, err = rpc(home, "screenshot", {"path": "shots/page.png"})
+        tap(rc == 0 and r and r.get("path") == "/workspace/shots/page.png" and (r["width"], r["height"]) == (1280, 720)
+            and "png" not in r, "screenshot {path} saves the PNG under /workspace instead", (r, err))
+        rc, r, err = rpc(home, "search", {"query": "berth test", "maxResults": 2})
+        tap(rc == 0 and r and [x["title"] for x in r["results"]] == ["First result", "Second result"] and
+            r["results"][0]["url"] == "http://allowed.test/",
+            "search returns the result page's links, at most maxResults", (r, err))
+        tap(any(q["path"] == "/search?q=berth%20test" for q in origin_requests(origin_log)),
+            "and asked the search page for the query", origin_requests(origin_log)[-5:])
 
         rc, r, err = rpc(home, "navigate", {"url": "http://blocked.test/"})
         tap(rc != 0 and "egress denied" in err and "blocked.test" in err,

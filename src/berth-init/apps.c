@@ -77,8 +77,8 @@ struct App {
 	char dir[80];	 /* the share's mount point */
 	char socket[96]; /* /run/berth/<name>/rpc.sock */
 	bool python;
-	bool egress; /* the one app the egress broker serves */
-	bool github; /* the one app the GitHub broker serves */
+	bool egress;  /* the one app the egress broker serves */
+	bool github;  /* the one app the GitHub broker serves */
 	bool browser; /* the one app the display stack serves (browser.h) */
 	uid_t uid;
 	pid_t pid;
@@ -1030,34 +1030,30 @@ static void on_context_ready(bool ok, const char *why, void *userdata)
 	broker_done();
 }
 
-static void on_egress_ready(bool ok, const char *why, void *userdata)
+/* A broker that serves one app answered: the app it did not start for is refused. */
+static void serving_daemon_done(int app, const char *event, bool ok, const char *why)
 {
-	if (!ok && egress_app >= 0) {
-		journal_event("egress_refused", json_pack("{s:[s], s:s}", "apps",
-							  apps[egress_app].name, "reason", why));
-		refuse(&apps[egress_app], NULL, why);
+	if (!ok && app >= 0) {
+		journal_event(event,
+			      json_pack("{s:[s], s:s}", "apps", apps[app].name, "reason", why));
+		refuse(&apps[app], NULL, why);
 	}
 	broker_done();
+}
+
+static void on_egress_ready(bool ok, const char *why, void *userdata)
+{
+	serving_daemon_done(egress_app, "egress_refused", ok, why);
 }
 
 static void on_browser_ready(bool ok, const char *why, void *userdata)
 {
-	if (!ok && browser_app >= 0) {
-		journal_event("browser_refused", json_pack("{s:[s], s:s}", "apps",
-							   apps[browser_app].name, "reason", why));
-		refuse(&apps[browser_app], NULL, why);
-	}
-	broker_done();
+	serving_daemon_done(browser_app, "browser_refused", ok, why);
 }
 
 static void on_github_ready(bool ok, const char *why, void *userdata)
 {
-	if (!ok && github_app >= 0) {
-		journal_event("github_refused", json_pack("{s:[s], s:s}", "apps",
-							  apps[github_app].name, "reason", why));
-		refuse(&apps[github_app], NULL, why);
-	}
-	broker_done();
+	serving_daemon_done(github_app, "github_refused", ok, why);
 }
 
 void apps_launch(void (*none_started)(void))

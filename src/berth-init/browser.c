@@ -41,11 +41,10 @@ static const char *const xvfb_args[] = {
 	"-nolisten", "local",
 	/* No GLX: the layer has no Mesa drivers, Chromium draws with SwiftShader. */
 	"-extension", "GLX", "-noreset", NULL};
-static const char *const vnc_args[] = {"-display",  BROWSER_DISPLAY, "-auth",	     VNC_XAUTH,
-				       "-rfbauth",  VNC_PASSWD,
-				       "-rfbport",  "5900",	     "-localhost", "-noipv6",
-				       "-forever",  "-shared",	     "-noshm",	   "-nocmds",
-				       "-noremote", "-nossl",	     "-quiet",	   NULL};
+static const char *const vnc_args[] = {
+	"-display", BROWSER_DISPLAY, "-auth",	   VNC_XAUTH, "-rfbauth", VNC_PASSWD,
+	"-rfbport", "5900",	     "-localhost", "-noipv6", "-forever", "-shared",
+	"-noshm",   "-nocmds",	     "-noremote",  "-nossl",  "-quiet",	  NULL};
 static const char *const novnc_args[] = {"--web", "/usr/share/novnc", "127.0.0.1:6080",
 					 "127.0.0.1:5900", NULL};
 
@@ -119,8 +118,8 @@ int browser_layer_mount(void)
 		snprintf(dir, sizeof(dir), "%s%s", LAYER_DIR, overlaid[i]);
 		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		if (mount("overlay", overlaid[i], "overlay", MS_RDONLY | MS_NODEV | MS_NOSUID, lower) <
-		    0) {
+		if (mount("overlay", overlaid[i], "overlay", MS_RDONLY | MS_NODEV | MS_NOSUID,
+			  lower) < 0) {
 			r = -errno;
 			journal_logf("browser layer: cannot lay it over %s (overlayfs): %s",
 				     overlaid[i], strerror(-r));
@@ -186,7 +185,7 @@ static int write_xauth(const char *path, const uint8_t cookie[XAUTH_COOKIE_BYTES
 	size_t n = 0;
 	int r;
 
-#define PUT16(v) (buf[n++] = (uint8_t)((v) >> 8), buf[n++] = (uint8_t)((v) & 0xff))
+#define PUT16(v) (buf[n++] = (uint8_t)((v) >> 8), buf[n++] = (uint8_t)((v)&0xff))
 	PUT16(0xffff); /* FamilyWild */
 	PUT16(0);      /* no address */
 	PUT16(sizeof(number) - 1);

@@ -59,7 +59,7 @@ typedef struct Daemon {
 	const char *ready_connect;
 	const char *const *args; /* its arguments after the binary, NULL-terminated, or NULL */
 	const char *listen;	 /* "127.0.0.1:8090", for daemon_started */
-	char app[33];		/* the app it serves */
+	char app[33];		 /* the app it serves */
 	/* The daemon's own. */
 	EvLoop *loop;
 	DaemonState state;

@@ -81,7 +81,7 @@ typedef struct Serve {
 	uint64_t connect_deadline;
 	EvSource *connect_timer, *stop_timer, *watch_timer;
 	bool booted, powered_off, stop_requested, qemu_gone, failed;
-	bool answered; /* the guest's side of the channel came up at least once */
+	bool answered;		   /* the guest's side of the channel came up at least once */
 	bool resume_sent, resumed; /* a restored VM: the resume request, and its answer */
 	/* Watching the boot: QEMU's standard error, the console file, and when anything last
 	 * moved; a boot that goes quiet for longer than --boot-stall-timeout is dead. */
@@ -451,7 +451,8 @@ static bool take_resume_reply(Serve *s, const char *line, size_t len)
 	if (!s->resume_sent || s->resumed || !memmem(line, len, "\"op\":\"resume\"", 13))
 		return false;
 	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
-	if (!json_is_object(o) || !streq(json_string_value(json_object_get(o, "op")) ?: "", "resume"))
+	if (!json_is_object(o) ||
+	    !streq(json_string_value(json_object_get(o, "op")) ?: "", "resume"))
 		return false;
 	if (json_is_true(json_object_get(o, "ok"))) {
 		s->resumed = true;
@@ -509,10 +510,11 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 	/* The template's kernel saw the state disk at the placeholder's size: tell it the real
 	 * one (a config change it re-reads, and berth-init waits for). */
 	if (v->state_fd >= 0) {
-		_cleanup_(json_decrefp) json_t *args = json_pack(
-			"{s:s, s:I}", "device", "disk0", "size", (json_int_t)v->state_size);
+		_cleanup_(json_decrefp) json_t *args = json_pack("{s:s, s:I}", "device", "disk0",
+								 "size", (json_int_t)v->state_size);
 
-		r = args ? qmp_execute(q, "block_resize", args, RESTORE_TIMEOUT_MS, NULL, err, errlen)
+		r = args ? qmp_execute(q, "block_resize", args, RESTORE_TIMEOUT_MS, NULL, err,
+				       errlen)
 			 : -ENOMEM;
 		if (r < 0)
 			return r;
@@ -543,7 +545,8 @@ static int start_engine(Vmm *v)
 	qemu_last_words(v, last, sizeof(last));
 	engine_done(&v->engine);
 	engine_init(&v->engine, &engine_qemu_ops);
-	snprintf(why, sizeof(why), "the snapshot %.12s could not be restored (%s%s%s); it was removed, and "
+	snprintf(why, sizeof(why),
+		 "the snapshot %.12s could not be restored (%s%s%s); it was removed, and "
 		 "`berth vm install` makes a new one",
 		 v->snapshot.sha256, err, last[0] ? "; QEMU: " : "", last);
 	log_warning("booting cold: %s", why);

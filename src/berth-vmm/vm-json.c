@@ -107,8 +107,8 @@ int vmm_write_state(Vmm *v, const char *state)
 						"treeSha256", v->apps[i].digest.tree_sha256,
 						"files", (json_int_t)v->apps[i].digest.files,
 						"bytes", (json_int_t)v->apps[i].digest.bytes,
-						"policySha256", v->apps[i].policy_sha256,
-						"reloads", (json_int_t)v->apps[i].reloads));
+						"policySha256", v->apps[i].policy_sha256, "reloads",
+						(json_int_t)v->apps[i].reloads));
 	cmdline = v->vm.cmdline ? strdup(v->vm.cmdline) : vm_kernel_cmdline(&v->vm);
 	measurements =
 		json_pack("{s:o, s:o, s:o}", "kernel",

@@ -536,7 +536,8 @@ static int compile_policies(Vmm *v)
 		int r = vmm_compile_policy(&v->apps[i], v->n_apps);
 
 		if (r < 0)
-			return log_error_errno(r, "--app %s: cannot compile its capability policy: %m",
+			return log_error_errno(r,
+					       "--app %s: cannot compile its capability policy: %m",
 					       v->apps[i].dir);
 	}
 	return 0;
@@ -611,10 +612,10 @@ static int build_boot_disk(Vmm *v)
 		char share[16];
 
 		snprintf(share, sizeof(share), "app%zu", i);
-		json_t *entry = json_pack("{s:s, s:s, s:o, s:O}", "name", v->apps[i].name, "share",
-					  share, "policy",
-					  capability_policy_to_json(v->apps[i].policy), "warnings",
-					  v->apps[i].warnings);
+		json_t *entry =
+			json_pack("{s:s, s:s, s:o, s:O}", "name", v->apps[i].name, "share", share,
+				  "policy", capability_policy_to_json(v->apps[i].policy),
+				  "warnings", v->apps[i].warnings);
 
 		/* The guest gives the governor a way in from every other app (grants.h). */
 		if (entry && json_is_true(json_object_get(v->apps[i].manifest, "governs")))
@@ -744,7 +745,8 @@ static const char *restore_excluded(const Vmm *v)
 	for (size_t i = 0; i < v->n_apps; i++) {
 		struct stat st;
 
-		if (fstat(v->apps[i].image_fd, &st) < 0 || (uint64_t)st.st_size > SNAPSHOT_APP_BYTES)
+		if (fstat(v->apps[i].image_fd, &st) < 0 ||
+		    (uint64_t)st.st_size > SNAPSHOT_APP_BYTES)
 			return "an app share is larger than a template's";
 	}
 	return NULL;

@@ -102,7 +102,7 @@ typedef struct Vmm {
 	bool restore;
 	Snapshot snapshot;
 	SnapshotKey snapshot_key; /* the pins it was made from, when restored */
-	int snapshot_fd; /* the verified, sealed copy QEMU restores from */
+	int snapshot_fd;	  /* the verified, sealed copy QEMU restores from */
 	int placeholder_fds[2 + SNAPSHOT_APPS];
 	char *qmp_path;
 	char boot_reason[600]; /* a cold boot: why it did not restore */

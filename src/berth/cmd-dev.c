@@ -609,7 +609,7 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 	vm = vm_json_load(l->run_dir);
 	printf("VM ready in %lld ms (bundle %lld ms, %s, %s %lld ms). boot %s, berth-vmm pid %lld\n",
 	       now_ms() - d->t0, l->bundle.ms,
-	       l->bundle.reused   ? "unchanged"
+	       l->bundle.reused	  ? "unchanged"
 	       : l->bundle.cached ? "cached"
 				  : "fresh",
 	       streq(json_string_value(json_object_get(json_object_get(vm, "boot"), "mode")) ?: "",

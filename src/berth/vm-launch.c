@@ -145,7 +145,8 @@ static int load_terminal(VmLaunch *l)
 			size_t n = manifest_capabilities(apps[a], &caps);
 			ManifestExpose expose = manifest_expose(apps[a]);
 
-			/* expose: {browser: false} or {terminal: false} keeps the port in the VM. */
+			/* expose: {browser: false} or {terminal: false} keeps the port in the VM.
+			 */
 			if ((streq(rows[k].ns, "browser") && !expose.browser) ||
 			    (streq(rows[k].ns, "terminal") && !expose.terminal))
 				continue;

@@ -403,10 +403,10 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 		json_object_set_new(iso, "state", pick(json_object_get(meas, "state"), state_keys));
 	/* The browser layer laid over the root image, measured like it (docs/browser.md). */
 	if (json_is_object(json_object_get(meas, "layer-browser")))
-		json_object_set_new(iso, "layers",
-				    json_pack("{s:o}", "browser",
-					      pick(json_object_get(meas, "layer-browser"),
-						   rootfs_keys)));
+		json_object_set_new(
+			iso, "layers",
+			json_pack("{s:o}", "browser",
+				  pick(json_object_get(meas, "layer-browser"), rootfs_keys)));
 	json_object_set_new(iso, "tsi",
 			    json_boolean(json_is_true(
 				    json_object_get(json_object_get(vm, "vmConfig"), "tsi"))));

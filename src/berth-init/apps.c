@@ -17,6 +17,7 @@
 #include "apps.h"
 #include "browser.h"
 #include "confine.h"
+#include "container.h"
 #include "context.h"
 #include "daemon.h"
 #include "disks.h"
@@ -141,7 +142,16 @@ static void (*launch_none_started)(void);
 static int mount_share(App *a)
 {
 	char serial[16], dev[64];
+	struct stat st;
 
+	if (container_mode()) {
+		/* Docker bound the share there, read-only (container.h). */
+		if (stat(a->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			journal_logf("app \"%s\": no share at %s", a->name, a->dir);
+			return -ENOENT;
+		}
+		return 0;
+	}
 	snprintf(serial, sizeof(serial), "app%u", a->index);
 	if (disk_find_by_serial(serial, dev, sizeof(dev)) < 0) {
 		journal_logf("app \"%s\": no disk with serial %s (its share)", a->name, serial);
@@ -238,6 +248,9 @@ static int overlay_file(const char *src, const char *copy, const char *extra)
 		return r;
 	if (asprintf(&merged, "%s%s", text, extra) < 0)
 		return -ENOMEM;
+	/* A container's /etc is its own writable layer, gone with it. */
+	if (container_mode())
+		return write_file_atomic(src, merged, strlen(merged), 0644);
 	r = write_file_atomic(copy, merged, strlen(merged), 0644);
 	if (r < 0)
 		return r;
@@ -301,7 +314,17 @@ static void refuse(App *a, const char *event, const char *why)
  * mode (the VM's default) an app whose limits did not all apply does not start. */
 static int setup_cgroups(void)
 {
-	int r = confine_cgroups_setup();
+	int r;
+
+	/* A container's cgroup holds all its apps, with the limits berth-vmm gave Docker:
+	 * berth-init may not make cgroups of its own there (container.h). */
+	if (container_mode()) {
+		journal_event("cgroup_limits_container",
+			      json_pack("{s:s}", "note",
+					"every app shares the container's cgroup and its limits"));
+		return 0;
+	}
+	r = confine_cgroups_setup();
 
 	if (r < 0) {
 		journal_logf("cannot set up the cgroup tree: %s", strerror(-r));

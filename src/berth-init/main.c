@@ -28,6 +28,7 @@
 
 #include "apps.h"
 #include "browser.h"
+#include "container.h"
 #include "control.h"
 #include "disks.h"
 #include "egress.h"
@@ -79,6 +80,11 @@ static const Mount base_mounts[] = {
 
 static _noreturn_ void power_off_now(void)
 {
+	/* A container ends when its PID 1 does, with the exit code Docker reports. */
+	if (container_mode()) {
+		sync();
+		_exit(init.exit_code);
+	}
 	/* The console is the log of last resort (berth vm logs reads it once the VM is
 	 * gone): let the serial line send its last lines before the machine stops. */
 	(void)tcdrain(STDOUT_FILENO);
@@ -90,6 +96,10 @@ static _noreturn_ void power_off_now(void)
 
 static int mount_base(char *cgroup_opts, size_t size)
 {
+	if (container_mode()) { /* Docker mounted them (container.h) */
+		snprintf(cgroup_opts, size, "container");
+		return 0;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(base_mounts); i++) {
 		const Mount *m = &base_mounts[i];
 
@@ -159,6 +169,8 @@ static int find_mux_port(char *ret, size_t size)
 	return -ENOENT;
 }
 
+static void begin_shutdown(const char *reason);
+
 static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 {
 	static const char *const names[] = {"idle",  "handshake",   "ready",
@@ -167,15 +179,27 @@ static void on_mux_state(MuxIo *io, MuxIoState state, int error, void *userdata)
 	if (state == MUX_IO_READY || state == MUX_IO_RESET)
 		journal_logf("host channel: %s (epoch %u)", names[state],
 			     mux_get_epoch(mux_io_get_mux(io)));
+	/* In a container, a channel berth-vmm closed does not come back, and nobody else
+	 * would stop the apps. */
+	if (container_mode() && state == MUX_IO_DISCONNECTED)
+		begin_shutdown("the host closed the channel");
 }
 
 static int start_mux(void)
 {
-	MuxIoConfig cfg = {
-		.mux.role = MUX_ROLE_GUEST, .tolerate_eof = true, .on_state = on_mux_state};
+	MuxIoConfig cfg = {.mux.role = MUX_ROLE_GUEST,
+			   .tolerate_eof = !container_mode(),
+			   .on_state = on_mux_state};
 	char dev[320];
 	int r, fd;
 
+	if (container_mode()) {
+		r = mux_io_new(init.loop, &cfg, &init.mux);
+		if (r < 0)
+			return r;
+		fd = container_channel_accept();
+		return fd < 0 ? fd : mux_io_set_transport(init.mux, fd);
+	}
 	r = find_mux_port(dev, sizeof(dev));
 	if (r < 0) {
 		DIR *d = opendir("/sys/class/virtio-ports");
@@ -217,8 +241,6 @@ static void status_reply(json_t *reply, void *userdata)
 	if (browser)
 		json_object_set_new(reply, "browser", browser);
 }
-
-static void begin_shutdown(const char *reason);
 
 /* The host's resume request, in a template boot's wait (resume.h). */
 static int resume_requested(const json_t *req, char *err, size_t errlen, void *userdata)
@@ -327,6 +349,17 @@ static int setup_state_disk(void)
 	char dev[64];
 	int formatted, r;
 
+	if (container_mode()) {
+		/* Docker's volumes, or this container's own layer for one run. */
+		bool persistent = container_is_mount("/state") && container_is_mount("/workspace");
+
+		init.state_mounted = persistent;
+		journal_event("boot_phase",
+			      json_pack("{s:s, s:b, s:s, s:i}", "phase", "state", "persistent",
+					persistent, "device", "volume", "bootCount",
+					persistent ? state_disk_count_boot() : 0));
+		return 0;
+	}
 	if (disk_find_by_serial("state", dev, sizeof(dev)) < 0) {
 		/* No state disk: /workspace lives in memory for this boot only. */
 		if (mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
@@ -363,7 +396,11 @@ static int setup_boot_disk(void)
 	char dev[64], err[256];
 	int r;
 
-	if (disk_find_by_serial("boot", dev, sizeof(dev)) < 0)
+	if (container_mode()) {
+		if (access(CONTAINER_BOOT_FILE, F_OK) < 0)
+			return 0;
+		snprintf(dev, sizeof(dev), "%s", CONTAINER_BOOT_FILE);
+	} else if (disk_find_by_serial("boot", dev, sizeof(dev)) < 0)
 		return 0;
 	r = boot_read_device(dev, &init.plan, &init.secrets, err, sizeof(err));
 	if (r < 0) {
@@ -383,7 +420,9 @@ static int setup_apps(void)
 	if (r >= 0)
 		r = apps_setup_identities();
 	if (r >= 0)
-		apps_setup_context(init.state_mounted);
+		/* In a container /context is a volume of its own, and its index is kept in
+		 * memory: keeping it on the volume would take a bind mount. */
+		apps_setup_context(init.state_mounted && !container_mode());
 	if (r >= 0)
 		apps_setup_browser();
 	if (r >= 0)
@@ -497,7 +536,10 @@ static _noreturn_ void finish_phase(void)
 	if (init.exit_code == 0)
 		init.exit_code = apps_exit_code();
 	sync();
-	unmount_all(&unmount_failed);
+	if (container_mode())
+		unmount_failed = 0; /* Docker unmounts what it mounted */
+	else
+		unmount_all(&unmount_failed);
 	journal_event("power_off",
 		      json_pack("{s:s, s:i, s:o, s:b, s:i}", "reason",
 				init.power_off_reason ? init.power_off_reason : "", "exitCode",
@@ -541,7 +583,8 @@ int main(void)
 		(void)ev_add_signal(init.loop, NULL, signals[i], on_signal, NULL);
 
 	boot_start(cgroup_opts);
-	loopback_up();
+	if (!container_mode()) /* Docker's --network none has lo up already */
+		loopback_up();
 	/* The control and log ports come first, so even a failed boot is reported. */
 	r = start_mux();
 	if (r >= 0)

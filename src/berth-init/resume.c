@@ -16,6 +16,7 @@
 #include "fileio.h"
 #include "journal.h"
 #include "macros.h"
+#include "container.h"
 #include "resume.h"
 
 #define APPS_REAL_MAX 16
@@ -34,7 +35,8 @@ bool resume_is_template(void)
 
 	if (cached < 0) {
 		cached = 0;
-		if (read_full_file("/proc/cmdline", 4096, &cmdline, NULL) >= 0)
+		/* A container sees the host's command line, never a template's. */
+		if (!container_mode() && read_full_file("/proc/cmdline", 4096, &cmdline, NULL) >= 0)
 			for (char *w = strtok(cmdline, " \n"); w; w = strtok(NULL, " \n"))
 				if (streq(w, VM_TEMPLATE_FLAG))
 					cached = 1;

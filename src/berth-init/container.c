@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "container.h"
+#include "journal.h"
+#include "macros.h"
+
+#define ACCEPT_TIMEOUT_MS (60 * 1000)
+
+bool container_mode(void)
+{
+	static int cached = -1;
+
+	if (cached < 0) {
+		const char *e = getenv("BERTH_CONTAINER");
+
+		cached = e && streq(e, "1");
+	}
+	return cached;
+}
+
+int container_channel_accept(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct pollfd pfd = {.events = POLLIN};
+	struct stat dir;
+	int lfd, fd, r;
+
+	if (stat(CONTAINER_HOST_DIR, &dir) < 0) {
+		journal_logf("no %s: the container was started without its run dir",
+			     CONTAINER_HOST_DIR);
+		return -errno;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", CONTAINER_CHANNEL_SOCKET);
+	(void)unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return -errno;
+	/* Only the run dir's owner, berth-vmm's user, may connect: never an app (their uids
+	 * cannot reach the directory either). */
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chown(sa.sun_path, dir.st_uid, dir.st_gid) < 0 || chmod(sa.sun_path, 0600) < 0 ||
+	    listen(lfd, 1) < 0) {
+		r = -errno;
+		journal_logf("cannot listen on %s: %s", sa.sun_path, strerror(-r));
+		close(lfd);
+		return r;
+	}
+	pfd.fd = lfd;
+	do
+		r = poll(&pfd, 1, ACCEPT_TIMEOUT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		journal_logf("berth-vmm did not connect to %s", sa.sun_path);
+		close(lfd);
+		return r < 0 ? -errno : -ETIMEDOUT;
+	}
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	r = fd < 0 ? -errno : fd;
+	/* One host only: the name goes, so nobody else connects later. */
+	(void)unlink(sa.sun_path);
+	close(lfd);
+	return r;
+}
+
+bool container_is_mount(const char *path)
+{
+	_cleanup_free_ char *parent = NULL;
+	struct stat a, b;
+	char *slash;
+
+	parent = strdup(path);
+	if (!parent)
+		return false;
+	slash = strrchr(parent, '/');
+	if (!slash)
+		return false;
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	return stat(path, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+}

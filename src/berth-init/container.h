@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+
+/*
+ * berth-init in a container (berth-vmm --engine docker). The init is the same; what differs
+ * is what the container's runtime did already or does not allow:
+ *  - /proc, /sys, /dev, /run, /tmp, the app shares (read-only) and the state volumes are
+ *    mounted by Docker, so berth-init mounts nothing;
+ *  - the host channel is a unix socket in CONTAINER_HOST_DIR, a directory of the run dir
+ *    bound into the container, where berth-init listens and berth-vmm connects;
+ *  - the boot disk is a file there, removed once read;
+ *  - every app shares the container's cgroup, whose limits berth-vmm sets;
+ *  - the end of the channel ends the container: berth-vmm gone means no one is left to
+ *    stop it.
+ */
+
+#define CONTAINER_HOST_DIR "/run/berth-host"
+#define CONTAINER_CHANNEL_SOCKET CONTAINER_HOST_DIR "/mux.sock"
+#define CONTAINER_BOOT_FILE CONTAINER_HOST_DIR "/boot.img"
+
+/* Whether this init runs in a container: berth-vmm sets BERTH_CONTAINER=1 there. */
+bool container_mode(void);
+
+/*
+ * container_channel_accept() - listen on CONTAINER_CHANNEL_SOCKET (owned by the run dir's
+ * owner, mode 0600) and wait up to 60 s for berth-vmm. Returns the connection's fd
+ * (non-blocking, close-on-exec) or -errno.
+ */
+int container_channel_accept(void);
+
+/* Whether @path is a mount point of its own (a Docker volume, say): a different device
+ * from its parent's. */
+bool container_is_mount(const char *path);

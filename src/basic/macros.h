@@ -65,3 +65,4 @@ static inline void closep(int *fd)
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
+#define streq_ptr(a, b) ((a) && (b) && streq((a), (b)))

@@ -11,10 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "argv-builder.h"
 #include "engine.h"
 #include "macros.h"
-
-#define ARGV_MAX 128
 
 /* Options every boot gets: quiet, no hardware we do not use, fast paths found in the lab
  * (see docs/vm-boot.md). panic=-1 with -no-reboot turns a guest panic into a QEMU exit. */
@@ -25,7 +24,11 @@ static const char cmdline_base[] =
 
 void engine_init(Engine *e, const EngineOps *ops)
 {
-	*e = (Engine){.ops = ops, .pidfd = -EBADF, .stderr_fd = -EBADF, .console_fd = -EBADF};
+	*e = (Engine){.ops = ops,
+		      .pidfd = -EBADF,
+		      .stderr_fd = -EBADF,
+		      .console_fd = -EBADF,
+		      .stop_fd = -EBADF};
 }
 
 Accel accel_from_string(const char *s)
@@ -64,32 +67,6 @@ char *vm_kernel_cmdline(const VmConfig *cfg)
 	return s;
 }
 
-typedef struct ArgvBuilder {
-	char *argv[ARGV_MAX + 1];
-	size_t n;
-	int error;
-} ArgvBuilder;
-
-static void arg(ArgvBuilder *b, const char *fmt, ...) _printf_(2, 3);
-static void arg(ArgvBuilder *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (b->error)
-		return;
-	if (b->n >= ARGV_MAX) {
-		b->error = -E2BIG;
-		return;
-	}
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		b->error = -ENOMEM;
-	else
-		b->argv[b->n++] = s;
-	va_end(ap);
-}
-
 /* A value in a QEMU option list: "," separates options there, and ",," is a literal
  * comma (a run dir under a path with a comma in it must not add options). malloc()ed. */
 static char *qemu_opt_value(const char *s)
@@ -106,115 +83,97 @@ static char *qemu_opt_value(const char *s)
 	return out;
 }
 
-static void argv_free(char **argv)
-{
-	if (!argv)
-		return;
-	for (char **p = argv; *p; p++)
-		free(*p);
-	free(argv);
-}
-
 static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 {
 	const Artifacts *art = cfg->artifacts;
 	_cleanup_free_ char *cmdline = cfg->cmdline ? strdup(cfg->cmdline) : vm_kernel_cmdline(cfg);
 	ArgvBuilder b = {};
-	char **argv;
 
 	if (!cmdline)
 		return -ENOMEM;
-	arg(&b, "%s", cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
-	arg(&b, "-accel");
+	argv_add(&b, "%s", cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
+	argv_add(&b, "-accel");
 	/*
 	 * TCG runs the vCPUs on one host thread. With a thread per vCPU, a guest CPU could
 	 * run stale translated code while another patched the kernel's text (a static key's
 	 * int3 during boot), and the guest died in an early initcall ("Fatal exception in
 	 * interrupt" just past the breakpoint) now and then on a loaded host.
 	 */
-	arg(&b, "%s", cfg->accel == ACCEL_TCG ? "tcg,thread=single" : accel_to_string(cfg->accel));
+	argv_add(&b, "%s", cfg->accel == ACCEL_TCG ? "tcg,thread=single" : accel_to_string(cfg->accel));
 	if (cfg->accel == ACCEL_KVM) {
-		arg(&b, "-cpu");
-		arg(&b, "host");
+		argv_add(&b, "-cpu");
+		argv_add(&b, "host");
 	}
 	/* The PIT and ACPI stay on: without them TCG guests hang, and poweroff needs ACPI. */
-	arg(&b, "-M");
-	arg(&b, "microvm,x-option-roms=off,isa-serial=on");
-	arg(&b, "-m");
-	arg(&b, "%uM", cfg->mem_mib);
-	arg(&b, "-smp");
-	arg(&b, "%u", cfg->cpus);
-	arg(&b, "-nodefaults");
-	arg(&b, "-no-user-config");
-	arg(&b, "-display");
-	arg(&b, "none");
-	arg(&b, "-no-reboot");
-	arg(&b, "-sandbox");
-	arg(&b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
-	arg(&b, "-global");
-	arg(&b, "virtio-mmio.force-legacy=false");
+	argv_add(&b, "-M");
+	argv_add(&b, "microvm,x-option-roms=off,isa-serial=on");
+	argv_add(&b, "-m");
+	argv_add(&b, "%uM", cfg->mem_mib);
+	argv_add(&b, "-smp");
+	argv_add(&b, "%u", cfg->cpus);
+	argv_add(&b, "-nodefaults");
+	argv_add(&b, "-no-user-config");
+	argv_add(&b, "-display");
+	argv_add(&b, "none");
+	argv_add(&b, "-no-reboot");
+	argv_add(&b, "-sandbox");
+	argv_add(&b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+	argv_add(&b, "-global");
+	argv_add(&b, "virtio-mmio.force-legacy=false");
 	/* The verified descriptors, not the paths: what was hashed is what boots. */
-	arg(&b, "-kernel");
-	arg(&b, "/proc/self/fd/%d", art->a[ARTIFACT_KERNEL].fd);
-	arg(&b, "-initrd");
-	arg(&b, "/proc/self/fd/%d", art->a[ARTIFACT_INITRD].fd);
-	arg(&b, "-append");
-	arg(&b, "%s", cmdline);
-	arg(&b, "-chardev");
-	arg(&b, "stdio,id=console,signal=off");
-	arg(&b, "-serial");
-	arg(&b, "chardev:console");
-	arg(&b, "-drive");
-	arg(&b, "id=rootfs,file=/proc/self/fd/%d,format=raw,if=none,readonly=on",
+	argv_add(&b, "-kernel");
+	argv_add(&b, "/proc/self/fd/%d", art->a[ARTIFACT_KERNEL].fd);
+	argv_add(&b, "-initrd");
+	argv_add(&b, "/proc/self/fd/%d", art->a[ARTIFACT_INITRD].fd);
+	argv_add(&b, "-append");
+	argv_add(&b, "%s", cmdline);
+	argv_add(&b, "-chardev");
+	argv_add(&b, "stdio,id=console,signal=off");
+	argv_add(&b, "-serial");
+	argv_add(&b, "chardev:console");
+	argv_add(&b, "-drive");
+	argv_add(&b, "id=rootfs,file=/proc/self/fd/%d,format=raw,if=none,readonly=on",
 	    art->a[ARTIFACT_ROOTFS].fd);
-	arg(&b, "-device");
-	arg(&b, "virtio-blk-device,drive=rootfs,serial=rootfs");
+	argv_add(&b, "-device");
+	argv_add(&b, "virtio-blk-device,drive=rootfs,serial=rootfs");
 	for (size_t i = 0; i < cfg->n_disks; i++) {
 		const VmDisk *d = &cfg->disks[i];
 
-		arg(&b, "-drive");
-		arg(&b, "id=disk%zu,file=/proc/self/fd/%d,format=raw,if=none%s", i, d->fd,
+		argv_add(&b, "-drive");
+		argv_add(&b, "id=disk%zu,file=/proc/self/fd/%d,format=raw,if=none%s", i, d->fd,
 		    d->readonly ? ",readonly=on" : ",discard=unmap");
-		arg(&b, "-device");
-		arg(&b, "virtio-blk-device,drive=disk%zu,serial=%s", i, d->serial);
+		argv_add(&b, "-device");
+		argv_add(&b, "virtio-blk-device,drive=disk%zu,serial=%s", i, d->serial);
 	}
 	if (cfg->n_ports > 0) {
-		arg(&b, "-device");
-		arg(&b, "virtio-serial-device,max_ports=%zu", cfg->n_ports + 1);
+		argv_add(&b, "-device");
+		argv_add(&b, "virtio-serial-device,max_ports=%zu", cfg->n_ports + 1);
 	}
 	for (size_t i = 0; i < cfg->n_ports; i++) {
 		_cleanup_free_ char *path = qemu_opt_value(cfg->ports[i].socket_path);
 
 		if (!path)
 			b.error = -ENOMEM;
-		arg(&b, "-chardev");
-		arg(&b, "socket,id=port%zu,path=%s,server=on,wait=off", i, path ?: "");
-		arg(&b, "-device");
-		arg(&b, "virtserialport,chardev=port%zu,name=%s", i, cfg->ports[i].name);
+		argv_add(&b, "-chardev");
+		argv_add(&b, "socket,id=port%zu,path=%s,server=on,wait=off", i, path ?: "");
+		argv_add(&b, "-device");
+		argv_add(&b, "virtserialport,chardev=port%zu,name=%s", i, cfg->ports[i].name);
 	}
 	if (cfg->qmp_path) {
 		_cleanup_free_ char *path = qemu_opt_value(cfg->qmp_path);
 
 		if (!path)
 			b.error = -ENOMEM;
-		arg(&b, "-qmp");
-		arg(&b, "unix:%s,server=on,wait=off", path ?: "");
+		argv_add(&b, "-qmp");
+		argv_add(&b, "unix:%s,server=on,wait=off", path ?: "");
 	}
 	/* Restored, the VM starts paused, as it was saved: the supervisor resumes it once the
 	 * whole snapshot is read and its hash checked. */
 	if (cfg->incoming_fd >= 0) {
-		arg(&b, "-incoming");
-		arg(&b, "fd:%d", cfg->incoming_fd);
+		argv_add(&b, "-incoming");
+		argv_add(&b, "fd:%d", cfg->incoming_fd);
 	}
-	argv = b.error ? NULL : calloc(b.n + 1, sizeof(char *));
-	if (!argv) {
-		for (size_t i = 0; i < b.n; i++)
-			free(b.argv[i]);
-		return b.error ?: -ENOMEM;
-	}
-	memcpy(argv, b.argv, b.n * sizeof(char *));
-	*ret = argv;
-	return 0;
+	return argv_finish(&b, ret);
 }
 
 static void keep_fd(int fd)
@@ -343,5 +302,6 @@ void engine_done(Engine *e)
 	safe_close(e->pidfd);
 	safe_close(e->stderr_fd);
 	safe_close(e->console_fd);
-	e->pidfd = e->stderr_fd = e->console_fd = -EBADF;
+	safe_close(e->stop_fd);
+	e->pidfd = e->stderr_fd = e->console_fd = e->stop_fd = -EBADF;
 }

@@ -8,9 +8,9 @@
 #include "host-sandbox.h"
 
 /*
- * What a VM is made of, independent of the engine that runs it. Today the one engine is
- * QEMU's microvm, under KVM or TCG as accel.h chooses; another (libkrun, say) would
- * implement the same three operations.
+ * What a VM is made of, independent of the engine that runs it: QEMU's microvm, under KVM
+ * or TCG as accel.h chooses, or a Docker container on the host's kernel (engine-docker.c),
+ * each implementing the same three operations.
  */
 
 #define VM_DISKS_MAX 8
@@ -38,6 +38,24 @@ typedef enum Accel {
 	_ACCEL_INVALID = -22,
 } Accel;
 
+/* What the Docker engine needs beyond the disks and ports (engine-docker.c). */
+typedef struct VmShareDir {
+	const char *dir;    /* on the host: the app's bundle */
+	const char *target; /* in the container: /app or /app/<name> */
+} VmShareDir;
+
+typedef struct VmContainer {
+	const char *docker;   /* the docker program */
+	const char *image;    /* the base image's id (sha256:...), verified (docker-image.h) */
+	const char *name;     /* the container's name: unique to the boot */
+	const char *host_dir; /* the run dir's directory bound at /run/berth-host */
+	const char *boot_id;
+	const char *volume_prefix; /* berth-<name>: -workspace, -state, -context; NULL: tmpfs */
+	const char *run_dir;	   /* for the container's label */
+	VmShareDir shares[VM_SHARES_MAX];
+	size_t n_shares;
+} VmContainer;
+
 typedef struct VmConfig {
 	const Artifacts *artifacts;
 	unsigned cpus;
@@ -57,6 +75,7 @@ typedef struct VmConfig {
 	VmPort ports[VM_PORTS_MAX];
 	size_t n_ports;
 	const HostSandbox *host_sandbox; /* QEMU's confinement; NULL or off: none */
+	const VmContainer *container;	 /* the Docker engine's settings; NULL for QEMU */
 } VmConfig;
 
 typedef struct Engine Engine;
@@ -76,11 +95,13 @@ struct Engine {
 	int pidfd;
 	int stderr_fd;	/* read end of QEMU's standard error: where it says why it failed */
 	int console_fd; /* read end of the console, QEMU's standard output */
+	int stop_fd;	/* the Docker engine's watchdog: closing it removes the container */
 	Accel accel;
 	char **argv;
 };
 
 extern const EngineOps engine_qemu_ops;
+extern const EngineOps engine_docker_ops;
 
 /* An engine that has started nothing yet. */
 void engine_init(Engine *e, const EngineOps *ops);

@@ -192,6 +192,10 @@ static int begin(Reload *r, const json_t *req)
 	struct stat st;
 	int k;
 
+	if (v->args.docker)
+		return fail(r, true,
+			    "a container's share is its bundle directory, bound at start: the "
+			    "container restarts with the new one");
 	for (size_t i = 0; name && i < v->n_apps; i++)
 		if (streq(v->apps[i].name, name))
 			r->app = &v->apps[i];

@@ -881,7 +881,10 @@ static int start(Serve *s)
 	(void)ev_add_signal(s->loop, NULL, SIGTERM, on_signal, s);
 	(void)ev_add_signal(s->loop, NULL, SIGINT, on_signal, s);
 
-	snprintf(s->mux_path, sizeof(s->mux_path), "%s/qemu-mux.sock", v->run_dir);
+	/* QEMU listens on its socket for the port; in a container, berth-init listens in the
+	 * directory bound there (engine-docker.c). */
+	snprintf(s->mux_path, sizeof(s->mux_path),
+		 v->args.docker ? "%s/guest/mux.sock" : "%s/qemu-mux.sock", v->run_dir);
 	v->vm.ports[0] = (VmPort){"berth.mux", s->mux_path};
 	s->connect_path = s->mux_path;
 	if (v->args.channel_connect) {
@@ -897,8 +900,12 @@ static int start(Serve *s)
 	r = start_engine(v);
 	if (r < 0)
 		return r;
-	log_info("QEMU started (pid %d, %s: %s)", (int)v->engine.pid, accel_to_string(v->vm.accel),
-		 v->accel.reason);
+	if (v->args.docker)
+		log_info("container %s started (docker client pid %d, image %s)",
+			 v->container_name, (int)v->engine.pid, v->docker_image.id);
+	else
+		log_info("QEMU started (pid %d, %s: %s)", (int)v->engine.pid,
+			 accel_to_string(v->vm.accel), v->accel.reason);
 	s->qemu_tail = linebuf_new(QEMU_TAIL_BYTES);
 	if (!s->qemu_tail)
 		return log_error_errno(-ENOMEM, "out of memory");

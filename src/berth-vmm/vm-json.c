@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "macros.h"
+#include "missing-landlock.h"
 #include "mux.h"
 #include "pins.h"
 #include "vm-json.h"
@@ -76,6 +78,21 @@ static json_t *endpoints_json(const Vmm *v)
 	return o;
 }
 
+/* A container: the image it runs (docker-image.h), and the kernel that enforces its apps'
+ * policies, which is this host's. */
+static json_t *container_json(const Vmm *v)
+{
+	struct utsname u = {};
+
+	(void)uname(&u);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i}, s:s?}", "name",
+			 v->container_name ? v->container_name : "", "image",
+			 v->docker_image.id, "imageTag", v->docker_image.tag, "layerSha256",
+			 v->docker_image.layer, "fromRootfsSha256",
+			 v->artifacts.a[ARTIFACT_ROOTFS].sha256, "hostKernel", "release", u.release,
+			 "landlockAbi", landlock_abi_version(), "volumes", v->volume_prefix);
+}
+
 /* How this VM started: restored from which snapshot, or booted cold and why. */
 static json_t *boot_json(const Vmm *v)
 {
@@ -119,6 +136,11 @@ int vmm_write_state(Vmm *v, const char *state)
 			    json_string(pin_linux_release()));
 	json_object_set_new(json_object_get(measurements, "kernel"), "cmdline",
 			    json_string(cmdline ? cmdline : ""));
+	/* A container boots neither: the kernel is the host's (container_json()). */
+	if (v->args.docker) {
+		json_object_del(measurements, "kernel");
+		json_object_del(measurements, "initrd");
+	}
 	/* The layers attached, measured like the root image (docs/browser.md). */
 	for (int k = ARTIFACT_BASE_MAX; k < _ARTIFACT_KIND_MAX; k++)
 		if (v->layers[k].fd >= 0)
@@ -138,7 +160,8 @@ int vmm_write_state(Vmm *v, const char *state)
 		"{s:i, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}",
 		"schema", 1, "name", v->name, "pid", (int)getpid(), "owner", (int)getuid(), "vmm",
 		self, "runDir", v->run_dir, "startedAt", v->started_at, "bootId", v->boot_id,
-		"state", state, "engine", "qemu", "accelerator", accel_to_string(v->vm.accel),
+		"state", state, "engine", v->args.docker ? "docker" : "qemu", "accelerator",
+		v->args.docker ? "none" : accel_to_string(v->vm.accel),
 		"apps", apps, "endpoints", endpoints, "vmConfig",
 		json_pack("{s:i, s:i, s:i, s:b}", "cpus", (int)v->vm.cpus, "memMiB",
 			  (int)v->vm.mem_mib, "nics", 0, "tsi", 0),
@@ -148,7 +171,10 @@ int vmm_write_state(Vmm *v, const char *state)
 	if (v->engine.pid > 0)
 		json_object_set_new(doc, "enginePid", json_integer(v->engine.pid));
 	json_object_set_new(doc, "hostSandbox", host_sandbox_to_json(&v->host_sandbox));
-	json_object_set_new(doc, "accel", accel_choice_to_json(&v->accel));
+	if (v->args.docker)
+		json_object_set_new(doc, "container", container_json(v));
+	else
+		json_object_set_new(doc, "accel", accel_choice_to_json(&v->accel));
 	json_object_set_new(doc, "boot", boot_json(v));
 	if (v->failure)
 		json_object_set_new(doc, "failure", json_pack("{s:s}", "reason", v->failure));

@@ -4,6 +4,7 @@
  * disks, then detach and serve the VM (serve.c).
  */
 #include <errno.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -49,6 +50,9 @@ static void usage(void)
 	       "                       where it boots, and faster than TCG), kvm or tcg; also\n"
 	       "                       BERTH_ACCEL and vm.accel in ~/.berth/config.json\n"
 	       "  --qemu PROGRAM       the QEMU to run (qemu-system-x86_64; BERTH_QEMU, vm.qemu)\n"
+	       "  --engine ENGINE      qemu (the default: a VM on Berth's pinned kernel) or docker\n"
+	       "                       (a container on this host's kernel, from the pinned rootfs\n"
+	       "                       as a local image; see docs/runtimes.md)\n"
 	       "  --cold               boot the kernel even when a snapshot of this host's template\n"
 	       "                       could be restored (see berth-vmm snapshot)\n"
 	       "  --boot-stall-timeout SEC  fail a boot that shows no sign of life for SEC\n"
@@ -154,6 +158,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_BOOT_STALL,
 		O_PUBLISH,
 		O_COLD,
+		O_ENGINE,
 		O_HELP
 	};
 	static const struct option options[] = {
@@ -181,6 +186,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"boot-stall-timeout", required_argument, NULL, O_BOOT_STALL},
 		{"publish", required_argument, NULL, O_PUBLISH},
 		{"cold", no_argument, NULL, O_COLD},
+		{"engine", required_argument, NULL, O_ENGINE},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
 	int c, r;
@@ -278,6 +284,11 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		case O_COLD:
 			a->cold = true;
 			break;
+		case O_ENGINE:
+			if (!streq(optarg, "qemu") && !streq(optarg, "docker"))
+				return log_error("--engine takes qemu or docker, not '%s'", optarg);
+			a->docker = streq(optarg, "docker");
+			break;
 		case O_LAYER: {
 			ArtifactKind k = artifact_layer_from_name(optarg);
 
@@ -315,6 +326,10 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		return log_error(
 			"%zu app shares and the browser layer do not fit: QEMU's microvm has %d virtio devices, so a VM with a layer holds at most %d app shares",
 			a->n_apps, VM_TRANSPORTS_MAX, VM_SHARES_MAX - 1);
+	if (a->docker && (a->layers || a->rootfs || a->channel_external || a->channel_connect))
+		return log_error(
+			"--engine docker runs the pinned rootfs with no layer; --layer, --rootfs, "
+			"--channel-external and --channel-connect need --engine qemu");
 	if (a->channel_connect && a->channel_external)
 		return log_error("--channel-connect and --channel-external exclude each other");
 	if (a->channel_connect && strlen(a->channel_connect) > SOCKET_PATH_MAX)
@@ -662,6 +677,13 @@ static int pack_shares(Vmm *v)
 		r = share_digest(app->dir, &app->digest, err, sizeof(err));
 		if (r < 0)
 			return log_error("--app %s: %s", app->dir, err);
+		/* A container gets the directory itself, bound read-only (engine-docker.c). */
+		if (v->args.docker) {
+			app->image = strdup(app->dir);
+			if (!app->image)
+				return -ENOMEM;
+			continue;
+		}
 		if (asprintf(&app->image, "%s/app-%zu.erofs", v->run_dir, i) < 0)
 			return -ENOMEM;
 		r = share_pack(app->dir, app->image, err, sizeof(err));
@@ -726,6 +748,8 @@ static int choose_accel(Vmm *v, long *ret_tsc_khz)
 /* Why this VM cannot start from a snapshot at all, or NULL. */
 static const char *restore_excluded(const Vmm *v)
 {
+	if (v->args.docker)
+		return "the Docker engine starts a container";
 	if (v->args.cold)
 		return "--cold";
 	if (v->args.rootfs)
@@ -867,6 +891,94 @@ int vmm_config_cold(Vmm *v, const char *reason)
 	return 0;
 }
 
+/* berth-<state disk's base name>-<8 hex of its path>: the container's volumes are that with
+ * -workspace, -state and -context (engine-docker.c). Docker's volumes are the host's, not
+ * one ~/.berth's: the path keeps two homes' apps of one name apart. */
+static int docker_volume_prefix(Vmm *v)
+{
+	const char *base = strrchr(v->args.state, '/');
+	char sha[SHA256_HEX_LEN + 1];
+	size_t n;
+
+	base = base ? base + 1 : v->args.state;
+	n = strlen(base);
+	if (n > 4 && streq(base + n - 4, ".img"))
+		n -= 4;
+	if (n == 0 || n > 64)
+		return log_error("--state %s: no name for its Docker volumes", v->args.state);
+	if (sha256_buffer_hex(v->args.state, strlen(v->args.state), sha) < 0 ||
+	    asprintf(&v->volume_prefix, "berth-%.*s-%.8s", (int)n, base, sha) < 0)
+		return -ENOMEM;
+	for (char *p = v->volume_prefix; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+			*p = '-';
+	return 0;
+}
+
+/* A container instead of a VM: the base image made or found, the run dir's directory for
+ * the container, the shares, and the boot disk's place among the disks. */
+static int docker_config(Vmm *v)
+{
+	_cleanup_free_ char *vm_dir = berth_vm_dir(), *cache = NULL;
+	VmContainer *c = &v->container;
+	char err[1024];
+	int r;
+
+	v->docker = docker_program(err, sizeof(err));
+	if (!v->docker)
+		return log_error("%s", err);
+	if (!vm_dir || asprintf(&cache, "%s/cache", vm_dir) < 0)
+		return -ENOMEM;
+	r = docker_image_ensure(v->docker, &v->artifacts.a[ARTIFACT_ROOTFS], cache,
+				&v->docker_image, err, sizeof(err));
+	if (r < 0)
+		return log_error("the Docker engine: %s", err);
+	if (v->docker_image.made)
+		log_info("made the Docker base image %s (%s) from rootfs %.12s in %ld ms",
+			 v->docker_image.tag, v->docker_image.id, v->artifacts.a[ARTIFACT_ROOTFS].sha256,
+			 v->docker_image.make_ms);
+	else
+		log_info("Docker base image %s (%s), layer %s", v->docker_image.tag,
+			 v->docker_image.id, v->docker_image.layer);
+	if (asprintf(&v->host_dir, "%s/guest", v->run_dir) < 0 ||
+	    asprintf(&v->container_name, "%s%s-%.8s", strneq(v->name, "berth-", 6) ? "" : "berth-",
+		     v->name, v->boot_id) < 0)
+		return -ENOMEM;
+	if (mkdir(v->host_dir, 0700) < 0 && errno != EEXIST)
+		return log_error_errno(errno, "cannot create %s: %m", v->host_dir);
+	if (v->args.state && (r = docker_volume_prefix(v)) < 0)
+		return r;
+	*c = (VmContainer){
+		.docker = v->docker,
+		.image = v->docker_image.id,
+		.name = v->container_name,
+		.host_dir = v->host_dir,
+		.boot_id = v->boot_id,
+		.volume_prefix = v->volume_prefix,
+		.run_dir = v->run_dir,
+		.n_shares = v->n_apps,
+	};
+	for (size_t i = 0; i < v->n_apps; i++) {
+		static char targets[VMM_APPS_MAX][48];
+
+		snprintf(targets[i], sizeof(targets[i]), v->n_apps == 1 ? "/app" : "/app/%s",
+			 v->apps[i].name);
+		c->shares[i] = (VmShareDir){v->apps[i].dir, targets[i]};
+	}
+	v->vm = (VmConfig){
+		.artifacts = &v->artifacts,
+		.cpus = v->args.cpus,
+		.mem_mib = v->args.mem_mib,
+		.incoming_fd = -EBADF,
+		.container = c,
+	};
+	snprintf(v->accel.reason, sizeof(v->accel.reason),
+		 "a container runs on the host's CPU and kernel: no accelerator");
+	snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", restore_excluded(v));
+	cold_disks(v);
+	return 0;
+}
+
 static int build_vm_config(Vmm *v)
 {
 	long tsc_khz = 0;
@@ -874,6 +986,8 @@ static int build_vm_config(Vmm *v)
 
 	if (r < 0)
 		return r;
+	if (v->args.docker)
+		return docker_config(v);
 	r = choose_accel(v, &tsc_khz);
 	if (r < 0)
 		return r;
@@ -972,7 +1086,8 @@ static int prepare(Vmm *v)
 	if (r < 0)
 		return r;
 
-	if (v->args.state && (r = open_state_disk(v)) < 0)
+	/* A container keeps its state in Docker volumes instead (docker_config()). */
+	if (v->args.state && !v->args.docker && (r = open_state_disk(v)) < 0)
 		return r;
 	if (v->args.secrets && (r = open_secrets(v)) < 0)
 		return r;
@@ -1022,6 +1137,10 @@ static void cleanup(Vmm *v)
 	free(v->cmdline_extra);
 	free(v->qemu);
 	free(v->failure);
+	free(v->docker);
+	free(v->container_name);
+	free(v->host_dir);
+	free(v->volume_prefix);
 	egress_config_done(&v->args.egress);
 }
 
@@ -1067,6 +1186,8 @@ int vmm_run_main(int argc, char **argv)
 		egress_config_done(&v.args.egress);
 		return 2;
 	}
+	if (v.args.docker)
+		engine_init(&v.engine, &engine_docker_ops);
 	r = prepare(&v);
 	if (r < 0) {
 		/* A run dir we created and never served is not left behind as stale. */

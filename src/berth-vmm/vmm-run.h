@@ -7,6 +7,7 @@
 
 #include "accel.h"
 #include "artifacts.h"
+#include "docker-image.h"
 #include "policy.h"
 #include "publish.h"
 #include "egress-dialer.h"
@@ -59,6 +60,7 @@ typedef struct VmmArgs {
 	const char *qemu;      /* --qemu: the QEMU program; NULL: BERTH_QEMU, vm.qemu, $PATH */
 	unsigned boot_stall_s; /* a boot with no sign of life for this long fails; 0: never */
 	bool cold;	       /* --cold: never restore a snapshot */
+	bool docker;	       /* --engine docker: a container on the host's kernel */
 	unsigned layers;       /* --layer: 1 << ARTIFACT_LAYER_* (docs/browser.md) */
 	const char *apps[VMM_APPS_MAX];
 	size_t n_apps;
@@ -106,6 +108,13 @@ typedef struct Vmm {
 	int placeholder_fds[2 + SNAPSHOT_APPS];
 	char *qmp_path;
 	char boot_reason[600]; /* a cold boot: why it did not restore */
+	/* The Docker engine (engine-docker.c): its settings and the verified base image. */
+	VmContainer container;
+	DockerImage docker_image;
+	char *docker;
+	char *container_name;
+	char *host_dir;
+	char *volume_prefix;
 } Vmm;
 
 int vmm_run_main(int argc, char **argv);

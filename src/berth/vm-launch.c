@@ -276,12 +276,12 @@ int vm_launch_load(VmLaunch *l, const char *app_dir, const char *runtime_flag,
 	r = vm_launch_load_manifest(l->app_dir, &l->manifest);
 	if (r < 0)
 		return r;
-	r = runtime_select(runtime_flag, &reason);
+	r = runtime_select(runtime_flag, &l->runtime_reason);
 	if (r < 0)
-		return log_error("%s", reason);
-	free(reason);
-	reason = NULL;
-	r = vm_support_check(l->manifest, &reason);
+		return log_error("%s", l->runtime_reason);
+	l->docker = r == SANDBOX_DOCKER;
+	r = l->docker ? docker_support_check(l->manifest, &reason)
+		      : vm_support_check(l->manifest, &reason);
 	if (r < 0)
 		return log_error("%s", reason ? reason : "this app cannot run in the VM");
 	r = load_companions(l);
@@ -944,6 +944,10 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 	}
 	if (l->cold)
 		argv[argc++] = "--cold";
+	if (l->docker) {
+		argv[argc++] = "--engine";
+		argv[argc++] = "docker";
+	}
 	if (l->browser_app >= 0) {
 		argv[argc++] = "--layer";
 		argv[argc++] = "browser";
@@ -1142,6 +1146,7 @@ void vm_launch_done(VmLaunch *l)
 	free(l->run_dir);
 	free(l->vmm);
 	free(l->state);
+	free(l->runtime_reason);
 	env_set_free(l->env);
 	vm_egress_allow_free(l->egress_allow);
 	if (l->terminal_login)

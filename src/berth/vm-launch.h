@@ -75,6 +75,8 @@ typedef struct VmLaunch {
 	Bundle bundle;
 	unsigned boot_timeout_ms;
 	bool cold;	      /* --cold: boot the kernel, do not restore a snapshot */
+	bool docker;	      /* --runtime docker: a container on this host's kernel */
+	char *runtime_reason; /* which runtime, chosen where (runtime_select()) */
 	char **vmm_args;      /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */
 	EnvSet *env;	      /* --env and --env-file values (owned); NULL when none was given */
 	char **egress_allow;  /* --egress-allow patterns from berth.yml (vm_egress_plan()) */

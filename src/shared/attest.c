@@ -238,6 +238,17 @@ static json_t *probe_derive(json_t *kernel_pinned, const char *lsm)
 	return json_pack("{s:s}", "status", "enforcing");
 }
 
+/* The probe of a container (--runtime docker): the host's kernel enforces, with the
+ * Landlock ABI berth-init found there. */
+static json_t *probe_derive_host(json_t *landlock_abi)
+{
+	if (json_integer_value(landlock_abi) > 0)
+		return json_pack("{s:s, s:s}", "status", "enforcing", "reason",
+				 "a container: the host's kernel enforces, not Berth's pinned one");
+	return json_pack("{s:s, s:s}", "status", "unsupported", "reason",
+			 "a container on a host kernel without Landlock");
+}
+
 /* {status, reason?} of the VM's doctor probe, derived from the evidence. */
 static json_t *attest_doctor_probe(json_t *evidence)
 {
@@ -245,6 +256,10 @@ static json_t *attest_doctor_probe(json_t *evidence)
 	json_t *kernel = json_object_get(json_object_get(vm, "measurements"), "kernel");
 	json_t *bs = find_event(json_object_get(evidence, "events"), "boot_start");
 
+	if (json_is_object(json_object_get(vm, "container")))
+		return probe_derive_host(json_object_get(
+			json_object_get(json_object_get(vm, "container"), "hostKernel"),
+			"landlockAbi"));
 	return probe_derive(json_object_get(kernel, "pinned"),
 			    json_string_value(json_object_get(bs, "lsm")));
 }
@@ -341,7 +356,7 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 	static const char *const sandbox_keys[] = {"kind", "applied", "abi", "reason", NULL};
 	_cleanup_(json_decrefp) json_t *rec = NULL, *iso = NULL, *reports = NULL, *policies = NULL,
 				       *apps = NULL, *probe = NULL, *reasons = NULL, *seen = NULL;
-	json_t *vm, *meas, *rootfs, *events, *e, *bs, *app;
+	json_t *vm, *container, *meas, *rootfs, *events, *e, *bs, *app;
 	const char *boot_id, *rootfs_sha, *name, *status;
 	char tag[64], digest[80], hex[SHA256_HEX_LEN + 1];
 	size_t i;
@@ -389,7 +404,9 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 			json_object_set(a, "reloads", json_object_get(app, "reloads"));
 		json_array_append_new(apps, a);
 	}
-	iso = json_pack("{s:s, s:s, s:O?, s:O?, s:o, s:o}", "kind", "microvm", "engine",
+	container = json_object_get(vm, "container");
+	iso = json_pack("{s:s, s:s, s:O?, s:O?, s:o, s:o}", "kind",
+			container ? "container" : "microvm", "engine",
 			json_string_value(json_object_get(vm, "engine"))
 				? json_string_value(json_object_get(vm, "engine"))
 				: "qemu",
@@ -399,6 +416,22 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 			pick(rootfs, rootfs_keys));
 	if (!iso)
 		return -ENOMEM;
+	json_object_set_new(iso, "runtime", json_string(container ? "docker" : "vm"));
+	/* A container's policies are enforced by the host's kernel, not a pinned one: the
+	 * record says which, and which image the container ran. */
+	if (json_is_object(container)) {
+		static const char *const image_keys[] = {"image", "imageTag", "layerSha256",
+							 "fromRootfsSha256", NULL};
+
+		json_object_set_new(
+			iso, "kernel",
+			json_pack("{s:s, s:O?, s:O?}", "enforcedBy", "host", "release",
+				  json_object_get(json_object_get(container, "hostKernel"), "release"),
+				  "landlockAbi",
+				  json_object_get(json_object_get(container, "hostKernel"),
+						  "landlockAbi")));
+		json_object_set_new(iso, "image", pick(container, image_keys));
+	}
 	if (json_is_object(json_object_get(meas, "state")))
 		json_object_set_new(iso, "state", pick(json_object_get(meas, "state"), state_keys));
 	/* The browser layer laid over the root image, measured like it (docs/browser.md). */
@@ -500,7 +533,7 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 	json_object_set_new(rec, "boot",
 			    json_pack("{s:s, s:s?, s:s, s:s, s:s, s:O?, s:O}", "bootId", boot_id,
 				      "containerName", name, "imageTag", tag, "imageDigest", digest,
-				      "runtime", "berth-vmm", "final",
+				      "runtime", container ? "docker" : "berth-vmm", "final",
 				      json_object_get(evidence, "final"), "isolation", iso));
 	json_object_set_new(rec, "enforcement",
 			    json_pack("{s:s, s:O, s:O, s:O}", "status", status, "reasons", reasons,
@@ -781,9 +814,13 @@ static void verify_enforcement(json_t *rec, json_t *problems)
 			"present_not_enforcing or unknown, and a string reason if any");
 		shapes_ok = false;
 	} else if (json_is_object(iso)) {
+		json_t *kernel = json_object_get(iso, "kernel");
+		bool host = streq_ptr(json_string_value(json_object_get(kernel, "enforcedBy")),
+				      "host");
 		_cleanup_(json_decrefp) json_t *want =
-			probe_derive(json_object_get(json_object_get(iso, "kernel"), "pinned"),
-				     json_string_value(json_object_get(iso, "lsm")));
+			host ? probe_derive_host(json_object_get(kernel, "landlockAbi"))
+			     : probe_derive(json_object_get(kernel, "pinned"),
+					    json_string_value(json_object_get(iso, "lsm")));
 		const char *ws = json_string_value(json_object_get(want, "status"));
 
 		if (ws && !streq(ws, json_string_value(json_object_get(probe, "status"))))
@@ -907,7 +944,11 @@ int attest_verify(json_t *rec, json_t **ret_problems)
 					"boot.imageTag %s is not %s, named after the rootfs measurement",
 					tag ? tag : "(missing)", want);
 		}
-		if (!sha256_hex_valid(json_string_value(
+		/* A container's kernel is the host's: it has a release, not a pin. */
+		if (!streq_ptr(json_string_value(json_object_get(json_object_get(iso, "kernel"),
+								 "enforcedBy")),
+			       "host") &&
+		    !sha256_hex_valid(json_string_value(
 			    json_object_get(json_object_get(iso, "kernel"), "sha256"))))
 			problem(problems, "digest-mismatch",
 				"boot.isolation.kernel.sha256 is not 64 hex digits");

@@ -30,18 +30,16 @@ int runtime_select(const char *flag, char **reason)
 	if (!value || !*value || streq(value, "vm"))
 		r = SANDBOX_VM;
 	else if (streq(value, "docker")) {
-		if (asprintf(
-			    reason,
-			    "the Docker sandbox (chosen by %s) is not available in this build of Berth: it runs apps in a VM with a pinned kernel. Use --runtime vm (or unset the setting)",
-			    where) < 0)
-			*reason = NULL;
-		r = -EOPNOTSUPP;
+		r = SANDBOX_DOCKER;
 	} else {
-		if (asprintf(reason, "unknown sandbox runtime \"%s\" (from %s): use vm", value,
+		if (asprintf(reason, "unknown sandbox runtime \"%s\" (from %s): use vm or docker", value,
 			     where) < 0)
 			*reason = NULL;
 		r = -EINVAL;
 	}
+	if (r >= 0 && asprintf(reason, "%s (%s)", r == SANDBOX_DOCKER ? "docker" : "vm",
+			       value && *value ? where : "the default") < 0)
+		*reason = NULL;
 	config_done(&cfg);
 	return r;
 }

@@ -3,9 +3,8 @@
 
 /*
  * Which sandbox runs an app: --runtime on the command, then BERTH_SANDBOX, then "sandbox"
- * in ~/.berth/config.json, then the host default. This build has one runtime, the VM
- * (with KVM, or under emulation without it); the Docker runtime is not available, and
- * choosing it is an error that says so.
+ * in ~/.berth/config.json, then the host default, the VM (with KVM, or under emulation
+ * without it). The other is a Docker container on the host's kernel (docs/runtimes.md).
  */
 
 typedef enum SandboxRuntime {
@@ -17,7 +16,8 @@ typedef enum SandboxRuntime {
 
 /*
  * runtime_select() - resolve the runtime from @flag (may be NULL) and the settings.
- * Returns SANDBOX_VM, or a negative errno with a malloc()ed explanation in *@reason (what
+ * Returns SANDBOX_VM or SANDBOX_DOCKER with a malloc()ed "docker (BERTH_SANDBOX)" in
+ * *@reason (which, and who chose it), or a negative errno with an explanation there (what
  * was chosen where, and what to do instead).
  */
 int runtime_select(const char *flag, char **reason);

@@ -111,6 +111,30 @@ int vm_support_check_image(const Manifest *m, const char *daemons, char **reason
 	return 0;
 }
 
+int docker_support_check(const Manifest *m, char **reason)
+{
+	const char *const *caps;
+	size_t n = manifest_capabilities(m, &caps);
+	int r = vm_support_check(m, reason);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *ns = NULL, *action = NULL, *scope = NULL;
+
+		if (capability_parse(caps[i], &ns, &action, &scope) < 0 || !streq(ns, "browser") ||
+		    streq(action, "navigate"))
+			continue;
+		if (asprintf(
+			    reason,
+			    "\"%s\" in %s's berth.yml cannot run under --runtime docker: the browser layer is laid over the root image with overlayfs, which berth-init may not mount in a container. Use --runtime vm (see docs/runtimes.md)",
+			    caps[i], manifest_name(m)) < 0)
+			*reason = NULL;
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 void vm_egress_allow_free(char **allow)
 {
 	for (size_t i = 0; allow && allow[i]; i++)

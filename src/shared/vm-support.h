@@ -14,6 +14,8 @@
  */
 int vm_support_check(const Manifest *m, char **reason);
 int vm_support_check_image(const Manifest *m, const char *daemons, char **reason);
+/* The same for a container (--runtime docker), which also has no browser layer. */
+int docker_support_check(const Manifest *m, char **reason);
 
 /* The host the GitHub broker reaches, which the dialer's allowlist gets for a github: app. */
 #define VM_GITHUB_EGRESS "api.github.com:443"

@@ -156,6 +156,35 @@ test("own VM: tools, a kernel denial explained, the VM stopped when the client g
 	assert.deepEqual(stray, []);
 });
 
+const docker = spawnSync("docker", ["info"], { encoding: "utf8" }).status === 0;
+test("--runtime docker: the same tools in a container, the denial explained, the audit says docker", { ...LONG, skip: skip || (!docker && "no dockerd answers") }, async () => {
+	const appDir = join(src, "apps/filesystem");
+	const { client, log, stray } = await connect(["--app", "filesystem", "--app-dir", appDir, "--runtime", "docker", "--run-id", "mcp-e2e-docker"]);
+	const { tools } = await client.listTools();
+	assert.ok(tools.some((t) => t.name === "write_file"));
+	let r = await client.callTool({ name: "write_file", arguments: { path: "hello.txt", content: "hi from a container" } });
+	assert.ok(!r.isError, text(r));
+	const vm = JSON.parse(readFileSync(join(home, "run/vm/berth-mcp-filesystem/vm.json"), "utf8"));
+	assert.equal(vm.engine, "docker");
+	r = await client.callTool({ name: "write_file", arguments: { path: "../../../etc/berth-should-not-exist.txt", content: "x" } });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /^BERTH CAPABILITY DENIAL$/m);
+	assert.match(text(r), /^denied-by: the kernel/m);
+	await client.close();
+	await waitFor("the container berth mcp started to stop", () => !running("berth-mcp-filesystem"), 120);
+	const left = spawnSync("docker", ["ps", "-aq", "--filter", `label=org.berth.run-dir=${join(home, "run/vm/berth-mcp-filesystem")}`], { encoding: "utf8" });
+	assert.equal(left.stdout.trim(), "", "no container is left");
+	const records = readFileSync(join(home, "audit/audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+	const boot = records.find((e) => e.action === "sandbox.boot" && e.meta?.runId === "mcp-e2e-docker");
+	assert.ok(boot, "the session's boot is audited");
+	assert.equal(boot.meta.evidence.runtime, "docker");
+	assert.equal(boot.meta.evidence.isolation.kind, "container");
+	assert.equal(boot.meta.evidence.isolation.kernel.enforcedBy, "host");
+	assert.equal(boot.meta.evidence.doctorProbe.status, "enforcing");
+	assert.deepEqual(stray, []);
+	assert.match(log.text, /booting "filesystem"/);
+});
+
 test("attach to berth dev's VM, round trip, across a reload, leave it running; stdout is only JSON-RPC", LONG, async () => {
 	// A copy, so the test can edit it to make berth dev reload.
 	const appDir = join(home, "notes");

@@ -929,8 +929,9 @@ static int docker_config(Vmm *v)
 		return log_error("%s", err);
 	if (!vm_dir || asprintf(&cache, "%s/cache", vm_dir) < 0)
 		return -ENOMEM;
-	r = docker_image_ensure(v->docker, &v->artifacts.a[ARTIFACT_ROOTFS], cache,
-				&v->docker_image, err, sizeof(err));
+	r = docker_image_ensure(v->docker, v->artifacts.a[ARTIFACT_ROOTFS].fd,
+				v->artifacts.a[ARTIFACT_ROOTFS].sha256, cache, &v->docker_image, err,
+				sizeof(err));
 	if (r < 0)
 		return log_error("the Docker engine: %s", err);
 	if (v->docker_image.made)

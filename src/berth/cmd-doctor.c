@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "config.h"
 #include "digest.h"
+#include "docker-image.h"
 #include "exec-util.h"
 #include "landlock-abi.h"
 #include "landlock-probe.h"
@@ -769,24 +770,150 @@ static void doctor_vm(Report *r, const BerthConfig *cfg)
 	report_verdict(r);
 }
 
-/* This build runs apps in VMs only; say so in the doctor's own format. */
-static void doctor_docker(Report *r)
+/* --- --sandbox docker ----------------------------------------------------------------- */
+
+/* The Docker sandbox's checks, in the order they are printed (and of r->checks[]). */
+enum {
+	DCHECK_DOCKER,
+	DCHECK_VMM,  /* CHECK_VMM: check_vmm() fills it */
+	DCHECK_PINS, /* CHECK_PINS: check_pins() too */
+	DCHECK_ENGINE,
+	DCHECK_KERNEL,
+	DCHECK_IMAGE,
+	_DCHECK_MAX,
+};
+
+_Static_assert((int)DCHECK_VMM == (int)CHECK_VMM && (int)DCHECK_PINS == (int)CHECK_PINS &&
+		       (int)_DCHECK_MAX <= (int)_CHECK_ID_MAX,
+	       "the shared checks keep their places");
+
+static void check_docker_engine(Report *r, const char *docker)
 {
-	Check *c = &r->checks[0];
+	Check *c = &r->checks[DCHECK_ENGINE];
+	char *const argv[] = {(char *)docker, "version", "--format", "{{.Server.Version}}", NULL};
+	_cleanup_free_ char *out = NULL;
+	int status, k;
+
+	c->title = "Docker engine";
+	if (!docker) {
+		check_set(c, CHECK_UNKNOWN, "not checked: no docker program");
+		check_reason(c, "no docker program");
+		return;
+	}
+	k = run_capture(argv, TOOL_TIMEOUT_MS, TOOL_OUTPUT_MAX, &out, &status);
+	if (out)
+		out[strcspn(out, "\n")] = '\0';
+	if (k < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !out || !out[0]) {
+		check_set(c, CHECK_FAIL, "dockerd does not answer (%s)",
+			  k == -ETIME ? "timed out" : k < 0 ? strerror(-k) : "docker version failed");
+		check_remedy(c, "start it (systemctl start docker, or dockerd as root), and make sure "
+				"you may use its socket (the docker group)");
+		check_reason(c, "dockerd does not answer");
+		return;
+	}
+	check_set(c, CHECK_OK, "dockerd %s answers", out);
+}
+
+/* The kernel that enforces a container's policies is the host's: say which, and its
+ * Landlock. */
+static void check_enforcing_kernel(Report *r)
+{
+	Check *c = &r->checks[DCHECK_KERNEL];
+	struct utsname u = {};
+	LandlockProbe p;
+	int k;
+
+	(void)uname(&u);
+	c->title = "Enforcing kernel (the host's)";
+	k = landlock_probe(&p);
+	if (k >= 0 && p.support == LANDLOCK_ENFORCING) {
+		check_set(c, CHECK_OK,
+			  "Linux %s, Landlock ABI %d enforcing; not Berth's pinned kernel, so what an "
+			  "app may do depends on this host",
+			  u.release, p.abi);
+		return;
+	}
+	check_set(c, CHECK_FAIL, "Linux %s: Landlock %s", u.release,
+		  k < 0 ? "could not be probed" : "is not enforcing");
+	check_remedy(c, "boot a host kernel with Landlock enabled (5.13 or later, landlock in lsm=), "
+			"or use the VM sandbox, whose pinned kernel always has it (--runtime vm)");
+	check_reason(c, "the host's kernel does not enforce Landlock");
+}
+
+static void check_docker_image(Report *r, const char *docker)
+{
+	Check *c = &r->checks[DCHECK_IMAGE];
+	char why[512];
+	DockerImage img;
+	int k;
+
+	c->title = "Berth's base image";
+	if (!docker || r->checks[DCHECK_ENGINE].status != CHECK_OK || !r->have_pins) {
+		check_set(c, CHECK_UNKNOWN, "not checked: %s",
+			  r->have_pins ? "dockerd does not answer" : "berth-vmm's pins unknown");
+		return;
+	}
+	k = docker_image_find(docker, r->pins.sha256[ARTIFACT_ROOTFS], &img, why, sizeof(why));
+	if (k >= 0) {
+		check_set(c, CHECK_OK, "%s (%.19s…), made from the pinned rootfs %.16s…", img.tag,
+			  img.id, r->pins.sha256[ARTIFACT_ROOTFS]);
+		return;
+	}
+	if (k == -ENOENT && geteuid() == 0) {
+		check_set(c, CHECK_WARN, "%s; the first container makes it (a few seconds)", why);
+		check_remedy(c, "nothing to do, or make it now: berth vm install --runtime docker");
+		return;
+	}
+	check_set(c, CHECK_FAIL, "%s", why);
+	check_remedy(c, "make it once as root: sudo berth vm install --runtime docker");
+	check_reason(c, "no base image");
+}
+
+static void doctor_docker(Report *r, const BerthConfig *cfg)
+{
+	static const char *const ids[_DCHECK_MAX] = {
+		[DCHECK_DOCKER] = "docker", [DCHECK_ENGINE] = "engine",
+		[DCHECK_VMM] = "berth-vmm", [DCHECK_PINS] = "pins",
+		[DCHECK_KERNEL] = "kernel", [DCHECK_IMAGE] = "image",
+	};
+	_cleanup_free_ char *docker = NULL, *joined = NULL;
+	Check *c = &r->checks[DCHECK_DOCKER];
+	char err[512];
 
 	r->sandbox = "docker";
-	r->n_checks = 1;
-	c->id = "docker";
-	c->title = "Docker sandbox";
-	check_set(
-		c, CHECK_FAIL,
-		"not available: this build of berth supports no Docker engine and runs apps only in QEMU microVMs");
-	check_remedy(
-		c, "use the VM sandbox: run `berth doctor --sandbox vm` to check this host for it");
-	check_reason(c, "this build has no Docker sandbox");
-	r->ready = false;
-	r->reasons[r->n_reasons++] = c->reason;
-	r->verdict = format("Docker sandbox: NOT AVAILABLE (%s)", c->reason ? c->reason : "");
+	r->n_checks = _DCHECK_MAX;
+	for (size_t i = 0; i < r->n_checks; i++)
+		r->checks[i].id = ids[i];
+	c->title = "docker";
+	docker = docker_program(err, sizeof(err));
+	if (docker)
+		check_set(c, CHECK_OK, "%s", docker);
+	else {
+		check_set(c, CHECK_FAIL, "not found");
+		check_remedy(c, "%s", err);
+		check_reason(c, "no docker program");
+	}
+	check_vmm(r, cfg);
+	check_pins(r);
+	check_docker_engine(r, docker);
+	check_enforcing_kernel(r);
+	check_docker_image(r, docker);
+	r->ready = true;
+	for (size_t i = 0; i < r->n_checks; i++) {
+		Check *k = &r->checks[i];
+
+		if (k->status != CHECK_FAIL && k->status != CHECK_UNKNOWN)
+			continue;
+		r->ready = false;
+		if (k->reason && !(k->status == CHECK_UNKNOWN && joined)) {
+			r->reasons[r->n_reasons++] = k->reason;
+			append(&joined, "; ", "%s", k->reason);
+		}
+	}
+	r->verdict = r->ready ? format("Docker sandbox: READY (the host's kernel enforces, not "
+				       "Berth's pinned one)")
+			      : format("Docker sandbox: NOT READY (%s)",
+				       joined ? joined : "a check could not run");
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -833,7 +960,7 @@ int cmd_doctor(int argc, char **argv)
 	if (!sandbox)
 		sandbox = "vm";
 	if (streq(sandbox, "docker"))
-		doctor_docker(&r);
+		doctor_docker(&r, &cfg);
 	else if (streq(sandbox, "vm"))
 		doctor_vm(&r, &cfg);
 	else

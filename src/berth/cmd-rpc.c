@@ -61,9 +61,11 @@ int cmd_rpc(int argc, char **argv)
 {
 	static const struct option options[] = {{"export", required_argument, NULL, 'e'},
 						{"input", required_argument, NULL, 'i'},
+						{"runtime", required_argument, NULL, 'r'},
 						{"help", no_argument, NULL, 'h'},
 						{}};
 	const char *export = NULL, *input_text = NULL, *env = getenv("BERTH_RPC_TIMEOUT_MS");
+	const char *runtime = NULL;
 	_cleanup_(json_decrefp) json_t *input = NULL, *req = NULL;
 	_cleanup_free_ char *dir = NULL, *line_out = NULL;
 	unsigned timeout = RPC_TIMEOUT_MS_DEFAULT;
@@ -78,6 +80,12 @@ int cmd_rpc(int argc, char **argv)
 			export = optarg;
 		else if (c == 'i')
 			input_text = optarg;
+		else if (c == 'r') {
+			if (!streq(optarg, "vm") && !streq(optarg, "docker"))
+				return cli_usage_error("--runtime takes vm or docker, not '%s'",
+						       optarg);
+			runtime = optarg;
+		}
 		else if (c == CLI_OPT_HELP) {
 			cli_print_help();
 			return 0;
@@ -121,6 +129,20 @@ int cmd_rpc(int argc, char **argv)
 			       argv[optind]),
 		       1;
 
+	/* berth rpc calls the app where it runs; --runtime says where the caller expects it. */
+	if (runtime) {
+		_cleanup_(json_decrefp) json_t *vm = vm_json_load(dir);
+		const char *engine = json_string_value(json_object_get(vm, "engine"));
+		const char *has = engine && streq(engine, "docker") ? "docker" : "vm";
+
+		if (!streq(has, runtime))
+			return log_error("\"%s\" runs in %s, not under --runtime %s; stop it (berth "
+					 "vm stop) and start it again with --runtime %s",
+					 argv[optind],
+					 streq(has, "docker") ? "a Docker container" : "a VM",
+					 runtime, runtime),
+			       1;
+	}
 	snprintf(id, sizeof(id), "%lld", (long long)time(NULL) * 1000 + now_ms() % 1000);
 	req = json_pack("{s:s, s:s}", "id", id, "export", export);
 	if (input)

@@ -78,11 +78,12 @@ static const Verb verbs[] = {
 	 "or every problem found, one line each, and exits 1 when there is any.\n\n"
 	 "  --json  on success, print the manifest with its defaults filled in instead\n"},
 	{NULL, "rpc", cmd_rpc, "call an export of a running app",
-	 "APP --export NAME [--input JSON]",
+	 "APP --export NAME [--input JSON] [--runtime vm|docker]",
 	 "Call export NAME of APP in the VM that runs it (berth dev's berth-dev-APP, or a\n"
 	 "berth mcp session's) and print its result as JSON; an app's error exits 1.\n\n"
 	 "  --export NAME   the export to call (required)\n"
-	 "  --input JSON    its input, a JSON object (default {})\n"},
+	 "  --input JSON    its input, a JSON object (default {})\n"
+	 "  --runtime R     refuse unless the app runs in R (vm or docker)\n"},
 	{NULL, "init", cmd_init, "create an app folder from a template",
 	 "NAME [--template hello-world|python]",
 	 "Create the folder NAME holding a new app (berth.yml and its code) from a template.\n\n"
@@ -91,7 +92,8 @@ static const Verb verbs[] = {
 	 "[DIR] [--apps A,B] [--runtime vm|docker] [--env NAME[=VALUE]]... [--env-file PATH]... [--cold] [--reboot-on-change]",
 	 "Boot the app in DIR (default .) in its own VM as berth-dev-NAME, stream its log,\n"
 	 "and reboot it whenever a file of the app changes. Ctrl-C stops it.\n\n"
-	 "  --runtime vm|docker   the sandbox runtime (only vm in this build)\n"
+	 "  --runtime vm|docker   vm (the default: Berth's pinned kernel) or docker (a\n"
+	 "                        container on this host's kernel; docs/runtimes.md)\n"
 	 "  --env NAME[=VALUE]    a secret for the app: VALUE, or NAME from this environment\n"
 	 "  --env-file PATH       secrets from a .env file (docs/secrets.md)\n"
 	 "  --apps A,B            companions in the same VM: app folders, as given or beside DIR\n"
@@ -111,7 +113,7 @@ static const Verb verbs[] = {
 	 "  --no-boot           only attach to a running VM; never boot one\n"
 	 "  --warm              boot the app once (installing and bundling), stop, exit\n"
 	 "  --boot-timeout S    seconds to wait for the app to be ready (default 120)\n"
-	 "  --runtime vm        the sandbox runtime (only vm in this build)\n"
+	 "  --runtime vm|docker the sandbox runtime for a VM this command boots (docs/runtimes.md)\n"
 	 "  --run-id ID         the audit run id (default mcp-<app>-<time>-<hex>)\n"
 	 "  --env NAME[=VALUE], --env-file PATH\n"
 	 "                      secrets for a VM this command boots (docs/secrets.md)\n"

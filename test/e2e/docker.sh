@@ -16,7 +16,7 @@ if [ -z "${BERTH_DOCKER_TEST_INNER:-}" ]; then
 	exec env BERTH_DOCKER_TEST_INNER=1 unshare -m --propagation private "$0" "$@"
 fi
 new_home
-plan 29
+plan 31
 tag=$$
 ns=berth-dkr-$tag
 vhost=bdkr${tag}h
@@ -88,6 +88,9 @@ check "nothing is left of the boot disk in the run dir" test -z "$(ls -A "$run/g
 rpc notes --export add_note --input '{"text":"kept on a volume"}' >"$BERTH_HOME/add.json"
 rpc notes --export list_notes >"$BERTH_HOME/list.json"
 check "notes: add_note then list_notes" grep -q '"kept on a volume"' "$BERTH_HOME/list.json"
+check "berth rpc --runtime docker calls it" sh -c "'$berth' rpc notes --runtime docker --export list_notes | grep -q 'kept on a volume'"
+out=$("$berth" rpc notes --runtime vm --export list_notes 2>&1)
+check "berth rpc --runtime vm refuses, saying where it runs" sh -c "echo '$out' | grep -qF '\"notes\" runs in a Docker container, not under --runtime vm'"
 check "the app runs as its own uid under agent-init, Landlock FullyEnforced" \
 	grep -q '^\[notes\] {"source":"agent-init","event":"capability_policy_applied",.*"app":"notes",.*"ruleset":"FullyEnforced"' "$log"
 "$berth" vm status >"$BERTH_HOME/status.txt" 2>&1

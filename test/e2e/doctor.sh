@@ -6,7 +6,7 @@
 require_artifacts
 new_home
 unset BERTH_SANDBOX BERTH_VMM
-plan 43
+plan 47
 
 out=$BERTH_HOME/out
 pybin=$(command -v python3)
@@ -165,7 +165,7 @@ env -u BERTH_VMM PATH=$qemu_bin "$BERTH_HOME/bin/berth" doctor >"$out" 2>&1 || r
 shows "vm.vmm from the config file is used" "✔ berth-vmm $(realpath "$vmm")"
 printf '{"sandbox": "docker"}\n' >"$BERTH_HOME/config.json"
 doctor
-shows "sandbox from the config file is used" "✘ Docker sandbox"
+shows "sandbox from the config file is used" "Docker sandbox: "
 rm -f "$BERTH_HOME/config.json"
 
 # (e) No QEMU in PATH; then a QEMU without microvm.
@@ -181,18 +181,28 @@ PATH=$fake_bin doctor
 shows "qemu without microvm: fails" "✘ QEMU with microvm $fake_bin/qemu-system-x86_64 has no microvm machine type"
 
 # (g) --sandbox docker, and the sandbox choice itself.
-doctor --sandbox docker
-exits 1 "--sandbox docker: not available"
-shows "--sandbox docker: explains" "✘ Docker sandbox not available: this build of berth supports no Docker engine"
-shows "--sandbox docker: says what to do" "      → use the VM sandbox: run \`berth doctor --sandbox vm\`"
-shows "--sandbox docker: verdict" "Docker sandbox: NOT AVAILABLE"
+PATH=$empty_bin doctor --sandbox docker
+exits 1 "--sandbox docker without a docker program: not ready"
+shows "--sandbox docker: says so" "✘ docker not found"
+shows "--sandbox docker: says what to do" "      → no docker program in \$PATH: install Docker (Debian: apt-get install docker.io) or use --runtime vm"
+shows "--sandbox docker: names the enforcing kernel, the host's, and its Landlock ABI" "✔ Enforcing kernel (the host's) Linux $(uname -r), Landlock ABI"
+shows "--sandbox docker: verdict" "Docker sandbox: NOT READY (no docker program)"
 rc=0
-BERTH_SANDBOX=docker "$berth" doctor --json >"$out" 2>/dev/null || rc=$?
-check "BERTH_SANDBOX=docker --json says not ready" "$pybin" -c '
+BERTH_SANDBOX=docker PATH=$empty_bin "$berth" doctor --json >"$out" 2>/dev/null || rc=$?
+check "BERTH_SANDBOX=docker --json says not ready, check by check" "$pybin" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["sandbox"] == "docker" and d["ready"] is False and d["checks"][0]["id"] == "docker"
+assert d["sandbox"] == "docker" and d["ready"] is False
+assert [c["id"] for c in d["checks"]] == ["docker", "berth-vmm", "pins", "engine", "kernel", "image"]
 assert sys.argv[2] == "1"' "$out" "$rc"
+if docker info >/dev/null 2>&1; then
+	doctor --sandbox docker
+	exits 0 "--sandbox docker with dockerd running: ready"
+	shows "--sandbox docker: dockerd answers" "✔ Docker engine dockerd"
+	shows "--sandbox docker: the verdict says whose kernel enforces" "Docker sandbox: READY (the host's kernel enforces, not Berth's pinned one)"
+else
+	for i in 1 2 3; do skip "--sandbox docker with dockerd running" "no dockerd answers"; done
+fi
 doctor --sandbox kvm
 exits 2 "--sandbox with an unknown value is a usage error"
 finish

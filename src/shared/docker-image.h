@@ -4,8 +4,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "artifacts.h"
-
 /*
  * Berth's base image for the Docker engine: the pinned root image itself, as a Docker
  * image. No registry is involved. It is made on this host from the rootfs that was just
@@ -31,10 +29,19 @@ typedef struct DockerImage {
 char *docker_program(char *err, size_t errlen);
 
 /*
- * docker_image_ensure() - find the base image for @rootfs (verified, its fd open) or make
- * it. Making it needs root (the extraction keeps the files' owners) and a few seconds.
+ * docker_image_find() - the base image for the rootfs @rootfs_sha256: 0 with *@ret filled,
+ * -ENOENT when there is none that checks out (why in @err), or another -errno when Docker
+ * did not answer.
+ */
+int docker_image_find(const char *docker, const char *rootfs_sha256, DockerImage *ret,
+		      char *err, size_t errlen);
+
+/*
+ * docker_image_ensure() - find the base image for the rootfs open at @rootfs_fd, verified
+ * as @rootfs_sha256, or make it from that descriptor. Making it needs root (the extraction
+ * keeps the files' owners) and a few seconds.
  * @cache_dir: where the tree and the tar are made and removed again.
  * Returns 0 with *@ret filled, or -errno with what to do in @err.
  */
-int docker_image_ensure(const char *docker, const Artifact *rootfs, const char *cache_dir,
-			DockerImage *ret, char *err, size_t errlen);
+int docker_image_ensure(const char *docker, int rootfs_fd, const char *rootfs_sha256,
+			const char *cache_dir, DockerImage *ret, char *err, size_t errlen);

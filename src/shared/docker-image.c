@@ -110,8 +110,8 @@ static void remove_tree(const char *dir)
 	(void)run_capture(argv, MAKE_TIMEOUT_MS, 4096, &out, &status);
 }
 
-static int make(const char *docker, const Artifact *rootfs, const char *cache_dir,
-		const char *tag, char *err, size_t errlen)
+static int make(const char *docker, int rootfs_fd, const char *rootfs_sha256,
+		const char *cache_dir, const char *tag, char *err, size_t errlen)
 {
 	_cleanup_free_ char *work = NULL, *tree = NULL, *tar = NULL, *source = NULL,
 			    *extract = NULL, *label_rootfs = NULL, *label_layer = NULL;
@@ -133,7 +133,7 @@ static int make(const char *docker, const Artifact *rootfs, const char *cache_di
 		return -errno;
 	}
 	if (asprintf(&tree, "%s/tree", work) < 0 || asprintf(&tar, "%s/rootfs.tar", work) < 0 ||
-	    asprintf(&source, "/proc/%d/fd/%d", (int)getpid(), rootfs->fd) < 0 ||
+	    asprintf(&source, "/proc/%d/fd/%d", (int)getpid(), rootfs_fd) < 0 ||
 	    asprintf(&extract, "--extract=%s", tree) < 0) {
 		r = -ENOMEM;
 		goto out;
@@ -181,7 +181,7 @@ static int make(const char *docker, const Artifact *rootfs, const char *cache_di
 		snprintf(err, errlen, "cannot hash %s: %s", tar, strerror(-r));
 		goto out;
 	}
-	if (asprintf(&label_rootfs, "LABEL " LABEL_ROOTFS "=%s", rootfs->sha256) < 0 ||
+	if (asprintf(&label_rootfs, "LABEL " LABEL_ROOTFS "=%s", rootfs_sha256) < 0 ||
 	    asprintf(&label_layer, "LABEL " LABEL_LAYER "=%s", sha) < 0) {
 		r = -ENOMEM;
 		goto out;
@@ -206,16 +206,22 @@ out:
 	return r;
 }
 
-int docker_image_ensure(const char *docker, const Artifact *rootfs, const char *cache_dir,
-			DockerImage *ret, char *err, size_t errlen)
+int docker_image_find(const char *docker, const char *rootfs_sha256, DockerImage *ret,
+		      char *err, size_t errlen)
+{
+	*ret = (DockerImage){};
+	snprintf(ret->tag, sizeof(ret->tag), DOCKER_IMAGE_REPO ":%.16s", rootfs_sha256);
+	return inspect(docker, ret->tag, rootfs_sha256, ret, err, errlen);
+}
+
+int docker_image_ensure(const char *docker, int rootfs_fd, const char *rootfs_sha256,
+			const char *cache_dir, DockerImage *ret, char *err, size_t errlen)
 {
 	char why[512];
 	int64_t t0;
 	int r;
 
-	*ret = (DockerImage){};
-	snprintf(ret->tag, sizeof(ret->tag), DOCKER_IMAGE_REPO ":%.16s", rootfs->sha256);
-	r = inspect(docker, ret->tag, rootfs->sha256, ret, why, sizeof(why));
+	r = docker_image_find(docker, rootfs_sha256, ret, why, sizeof(why));
 	if (r >= 0)
 		return 0;
 	if (r != -ENOENT) {
@@ -224,10 +230,10 @@ int docker_image_ensure(const char *docker, const Artifact *rootfs, const char *
 		return r;
 	}
 	t0 = now_ms();
-	r = make(docker, rootfs, cache_dir, ret->tag, err, errlen);
+	r = make(docker, rootfs_fd, rootfs_sha256, cache_dir, ret->tag, err, errlen);
 	if (r < 0)
 		return r;
-	r = inspect(docker, ret->tag, rootfs->sha256, ret, why, sizeof(why));
+	r = inspect(docker, ret->tag, rootfs_sha256, ret, why, sizeof(why));
 	if (r < 0) {
 		snprintf(err, errlen, "the image just made does not check out: %s", why);
 		return r;

@@ -3,16 +3,18 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "macros.h"
 #include "pins.h"
 #include "vm-install.h"
 
 static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 {
-	enum { ARG_NO_DOWNLOAD = 0x100, ARG_FORCE, ARG_VMM, ARG_NO_SNAPSHOT, ARG_LAYER };
+	enum { ARG_NO_DOWNLOAD = 0x100, ARG_FORCE, ARG_VMM, ARG_NO_SNAPSHOT, ARG_LAYER, ARG_RUNTIME };
 	static const struct option options[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"from", required_argument, NULL, 'f'},
@@ -22,6 +24,7 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 		{"vmm", required_argument, NULL, ARG_VMM},
 		{"no-snapshot", no_argument, NULL, ARG_NO_SNAPSHOT},
 		{"layer", required_argument, NULL, ARG_LAYER},
+		{"runtime", required_argument, NULL, ARG_RUNTIME},
 		{},
 	};
 	int c;
@@ -49,6 +52,13 @@ static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 			break;
 		case ARG_NO_SNAPSHOT:
 			o->no_snapshot = true;
+			break;
+		case ARG_RUNTIME:
+			if (!streq(optarg, "vm") && !streq(optarg, "docker")) {
+				cli_usage_error("--runtime takes vm or docker, not '%s'", optarg);
+				return -EINVAL;
+			}
+			o->docker = streq(optarg, "docker");
 			break;
 		case ARG_LAYER: {
 			ArtifactKind k = artifact_layer_from_name(optarg);

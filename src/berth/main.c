@@ -25,7 +25,7 @@ typedef struct Verb {
 static const Verb verbs[] = {
 	{"vm", "install", cmd_vm_install, "install the pinned kernel, root image and berth-vmm",
 	 "[--from DIR] [--url TEMPLATE] [--no-download] [--force] [--vmm PATH] [--no-snapshot]\n"
-	 "[--layer browser]",
+	 "[--layer browser] [--runtime docker]",
 	 "Install the pinned guest kernel, initrd and root image under ~/.berth/vm, each\n"
 	 "checked against its sha256 pin before it is put in place.\n\n"
 	 "  --from DIR       copy from DIR: the build output (out/artifacts), release assets,\n"
@@ -38,7 +38,9 @@ static const Verb verbs[] = {
 	 "  --vmm PATH       install PATH as ~/.berth/vm/bin/berth-vmm and use its pins\n"
 	 "  --no-snapshot    do not make the warm-start snapshot; VMs boot cold\n"
 	 "  --layer browser  install the optional browser layer too (the first app that\n"
-	 "                   needs it installs it otherwise)\n\n"
+	 "                   needs it installs it otherwise)\n"
+	 "  --runtime docker make the Docker runtime's base image from the rootfs (needs\n"
+	 "                   root once; docs/runtimes.md) instead of the snapshots\n\n"
 	 "See docs/vm-install.md, docs/warm-start.md and docs/browser.md.\n"},
 	{"vm", "status", cmd_vm_status, "list running VMs, their apps and limits",
 	 "[NAME] [--json]",

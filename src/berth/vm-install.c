@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Installing the pinned artifacts under ~/.berth/vm (vm-install.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 
 #include "artifact-url.h"
 #include "config.h"
+#include "digest.h"
+#include "docker-image.h"
 #include "fileio.h"
 #include "install.h"
 #include "log.h"
@@ -273,6 +276,42 @@ static void make_snapshot(const BerthConfig *config, const PinSet *pins)
 	}
 }
 
+/* The Docker runtime's base image, made from the rootfs just verified (docker-image.h). */
+static int make_docker_image(const PinSet *pins, const char *vm_dir)
+{
+	_cleanup_free_ char *path = pinset_install_path(pins, vm_dir, ARTIFACT_ROOTFS),
+			    *docker = NULL, *cache = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	char sha[SHA256_HEX_LEN + 1], err[1024];
+	DockerImage img;
+	int r;
+
+	docker = docker_program(err, sizeof(err));
+	if (!docker)
+		return log_error_errno(-ENOENT, "%s", err);
+	if (!path || asprintf(&cache, "%s/cache", vm_dir) < 0)
+		return log_error_errno(-ENOMEM, "out of memory");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return log_error_errno(errno, "cannot open %s: %m", path);
+	/* What is extracted is what was hashed: the same descriptor. */
+	r = sha256_fd_hex(fd, sha, NULL);
+	if (r < 0 || !streq(sha, pins->sha256[ARTIFACT_ROOTFS]))
+		return log_error_errno(r < 0 ? r : -EPERM,
+				       "%s does not match its pin; run 'berth vm install --force'",
+				       path);
+	printf("Making the Docker base image from rootfs %.16s… (once per rootfs)\n", sha);
+	fflush(stdout);
+	r = docker_image_ensure(docker, fd, sha, cache, &img, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "the Docker base image: %s", err);
+	if (img.made)
+		printf("✔ Docker base image %s (%s) made in %ld ms\n", img.tag, img.id, img.make_ms);
+	else
+		printf("✔ Docker base image %s (%s) already there\n", img.tag, img.id);
+	return 0;
+}
+
 int vm_install(const VmInstallOptions *o)
 {
 	_cleanup_(config_done) BerthConfig config = {};
@@ -322,6 +361,8 @@ int vm_install(const VmInstallOptions *o)
 	printf("Ready: kernel, initrd and rootfs%s verified in %s\n",
 	       o->layers ? " and the layers" : "", vm_dir);
 	fflush(stdout);
+	if (o->docker)
+		return make_docker_image(&pins, vm_dir);
 	if (!o->no_snapshot)
 		make_snapshot(&config, &pins);
 	return 0;

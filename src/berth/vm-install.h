@@ -18,6 +18,7 @@ typedef struct VmInstallOptions {
 	bool no_snapshot;   /* do not make the warm-start snapshot (docs/warm-start.md) */
 	bool layers_only;   /* install only the layers (an app's first need of one) */
 	unsigned layers;    /* 1 << ARTIFACT_LAYER_*: the optional layers to install too */
+	bool docker;	    /* --runtime docker: make the Docker base image, no snapshots */
 } VmInstallOptions;
 
 /* Install what @o says, printing a line per artifact. Returns 0 or -errno after saying

@@ -16,7 +16,7 @@ if [ -z "${BERTH_DOCKER_TEST_INNER:-}" ]; then
 	exec env BERTH_DOCKER_TEST_INNER=1 unshare -m --propagation private "$0" "$@"
 fi
 new_home
-plan 31
+plan 33
 tag=$$
 ns=berth-dkr-$tag
 vhost=bdkr${tag}h
@@ -189,4 +189,12 @@ check "BERTH_SANDBOX=docker chooses the container" test "$(field "$run/vm.json" 
 kill -INT "$dev_pid"; wait "$dev_pid"
 out=$(cd "$notes" && BERTH_SANDBOX=podman "$berth" dev 2>&1)
 check "an unknown BERTH_SANDBOX is refused, naming where it came from" sh -c "echo '$out' | grep -q 'unknown sandbox runtime \"podman\" (from BERTH_SANDBOX): use vm or docker'"
+
+# --- the base image, made again ------------------------------------------------------------------
+tagname=$(field "$run/vm.json" 'r["container"]["imageTag"]' 2>/dev/null || docker image inspect --format '{{index .RepoTags 0}}' "$image")
+docker rmi -f "$tagname" >/dev/null 2>&1
+"$berth" vm install --from "$artifacts" --no-download --runtime docker >"$BERTH_HOME/remake.log" 2>&1
+check "berth vm install --runtime docker makes it again" grep -q "^✔ Docker base image $tagname (sha256:[0-9a-f]*) made in" "$BERTH_HOME/remake.log"
+check "with the same layer: the same rootfs gives the same bytes" \
+	test "$(docker image inspect --format '{{index .RootFS.Layers 0}}' "$tagname")" = "$layer"
 finish

@@ -21,6 +21,8 @@ packages=(
 	debootstrap erofs-utils busybox-static cpio zstd xz-utils kmod e2fsprogs dpkg-dev
 	# running VMs
 	qemu-system-x86
+	# the Docker runtime (--runtime docker, berth test, berth deploy) and its tests
+	docker.io
 	# tests (iproute2: the egress dialer's test makes a network namespace; tmux: the
 	# terminal app's tests run it on the host)
 	curl iproute2 tmux

@@ -9,6 +9,8 @@ scripts/setup.sh
 scripts/build.sh
 # Tests run against what was just built; pin drift is reported loudly, not hidden.
 BERTH_PINS=build scripts/build-artifacts.sh
+# The Docker runtime's tests need an engine that answers.
+scripts/start-dockerd.sh
 status=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" >build/test-output.txt 2>&1 || status=$?
 grep -E '^ *[0-9]+/[0-9]+ ' build/test-output.txt || true

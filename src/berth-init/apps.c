@@ -856,6 +856,8 @@ static int build_env(const App *a, Env *e)
 	env_set(e, "LANG", "C.UTF-8");
 	env_set(e, "BERTH_APP_NAME", a->name);
 	env_set(e, "BERTH_BOOT_ID", getenv("BERTH_BOOT_ID") ?: "unknown");
+	if (container_check_exports()) /* berth test (container.h) */
+		env_set(e, "BERTH_CHECK_EXPORTS", "1");
 	env_set(e, "BERTH_RPC_SOCKET", a->socket);
 	snprintf(buf, sizeof(buf), "%s/berth.yml", a->dir);
 	env_set(e, "BERTH_MANIFEST_PATH", buf);
@@ -1629,6 +1631,60 @@ int apps_setup_publish(MuxIo *io)
 			.policy = apps[i].state == APP_REFUSED ? NULL : apps[i].conf.policy,
 		};
 	return publish_relay_setup(io, json_object_get(apps_plan, "publish"), list, n_apps);
+}
+
+static int on_rpc_dir_accept(EvSource *s, int fd, uint32_t revents, void *userdata)
+{
+	App *a = userdata;
+	int client = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), app;
+
+	if (client < 0)
+		return 0;
+	app = rpc_accept(NULL, 0, a);
+	if (app < 0 || fd_splice_new(apps_loop, client, app, NULL, NULL) < 0) {
+		close(client);
+		if (app >= 0)
+			close(app);
+	}
+	return 0;
+}
+
+int apps_listen_rpc_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (stat(dir, &st) < 0)
+		return -errno;
+	for (unsigned i = 0; i < n_apps; i++) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		int fd, r;
+
+		if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", dir,
+				     apps[i].name) >= sizeof(sa.sun_path))
+			return -ENAMETOOLONG;
+		(void)unlink(sa.sun_path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return -errno;
+		/* The directory's owner calls the apps; no app's uid can reach another's RPC. */
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    chown(sa.sun_path, st.st_uid, st.st_gid) < 0 || chmod(sa.sun_path, 0600) < 0 ||
+		    listen(fd, 64) < 0) {
+			r = -errno;
+			journal_logf("cannot listen on %s: %s", sa.sun_path, strerror(-r));
+			close(fd);
+			return r;
+		}
+		r = ev_add_io(apps_loop, NULL, fd, EPOLLIN, on_rpc_dir_accept, &apps[i]);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+		journal_logf("app \"%s\": RPC on %s", apps[i].name, sa.sun_path);
+	}
+	return 0;
 }
 
 int apps_listen_rpc(MuxIo *io)

@@ -31,6 +31,8 @@ void apps_setup_context(bool persistent);
 void apps_setup_browser(void);
 /* Route channel ports 5000+i to the apps' RPC sockets. */
 int apps_listen_rpc(MuxIo *io);
+/* The same on a unix socket @dir/<app>.sock per app, for a deployed image (container.h). */
+int apps_listen_rpc_dir(const char *dir);
 /* The egress broker's directory, policies and dial socket (routed to @io), when one app
  * declares egress; a failure refuses that app, never the VM. */
 int apps_setup_egress(EvLoop *loop, MuxIo *io);

@@ -27,6 +27,23 @@ bool container_mode(void)
 	return cached;
 }
 
+static bool env_is_1(const char *name)
+{
+	const char *e = getenv(name);
+
+	return e && streq(e, "1");
+}
+
+bool container_standalone(void)
+{
+	return container_mode() && env_is_1("BERTH_STANDALONE");
+}
+
+bool container_check_exports(void)
+{
+	return container_standalone() && env_is_1("BERTH_CHECK_EXPORTS");
+}
+
 int container_channel_accept(void)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

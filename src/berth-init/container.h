@@ -20,8 +20,23 @@
 #define CONTAINER_CHANNEL_SOCKET CONTAINER_HOST_DIR "/mux.sock"
 #define CONTAINER_BOOT_FILE CONTAINER_HOST_DIR "/boot.img"
 
+/*
+ * A deployed image (berth deploy) runs without berth-vmm: no channel, the plan baked into
+ * the image at CONTAINER_IMAGE_BOOT_FILE (policies, no secrets), and each app's RPC a unix
+ * socket CONTAINER_RPC_DIR/<app>.sock, owned by the owner of that directory (a host
+ * directory bound there, or root's own), mode 0600. The image says BERTH_STANDALONE=1.
+ * berth test runs it with BERTH_CHECK_EXPORTS=1: each app calls every export once with
+ * stub inputs, prints one JSON line of results and exits, and the container with it.
+ */
+#define CONTAINER_IMAGE_BOOT_FILE "/etc/berth/boot.img"
+#define CONTAINER_RPC_DIR "/run/berth-rpc"
+
 /* Whether this init runs in a container: berth-vmm sets BERTH_CONTAINER=1 there. */
 bool container_mode(void);
+/* A deployed image's container, with no berth-vmm on the other side. */
+bool container_standalone(void);
+/* berth test's run of a deployed image. */
+bool container_check_exports(void);
 
 /*
  * container_channel_accept() - listen on CONTAINER_CHANNEL_SOCKET (owned by the run dir's

@@ -40,6 +40,7 @@
 #include "macros.h"
 #include "missing-landlock.h"
 #include "mux-io.h"
+#include "random-util.h"
 #include "resume.h"
 #include "secrets.h"
 
@@ -193,6 +194,8 @@ static int start_mux(void)
 	char dev[320];
 	int r, fd;
 
+	if (container_standalone()) /* no berth-vmm, no channel: container.h */
+		return 0;
 	if (container_mode()) {
 		r = mux_io_new(init.loop, &cfg, &init.mux);
 		if (r < 0)
@@ -397,9 +400,12 @@ static int setup_boot_disk(void)
 	int r;
 
 	if (container_mode()) {
-		if (access(CONTAINER_BOOT_FILE, F_OK) < 0)
+		const char *file =
+			container_standalone() ? CONTAINER_IMAGE_BOOT_FILE : CONTAINER_BOOT_FILE;
+
+		if (access(file, F_OK) < 0)
 			return 0;
-		snprintf(dev, sizeof(dev), "%s", CONTAINER_BOOT_FILE);
+		snprintf(dev, sizeof(dev), "%s", file);
 	} else if (disk_find_by_serial("boot", dev, sizeof(dev)) < 0)
 		return 0;
 	r = boot_read_device(dev, &init.plan, &init.secrets, err, sizeof(err));
@@ -425,6 +431,10 @@ static int setup_apps(void)
 		apps_setup_context(init.state_mounted && !container_mode());
 	if (r >= 0)
 		apps_setup_browser();
+	/* A deployed image's RPC is a socket per app, and nothing else leaves it: no egress
+	 * dialer, no GitHub broker, no published port (berth deploy refuses such apps). */
+	if (r >= 0 && container_standalone())
+		return apps_listen_rpc_dir(CONTAINER_RPC_DIR);
 	if (r >= 0)
 		r = apps_listen_rpc(init.mux);
 	if (r >= 0)
@@ -576,6 +586,13 @@ int main(void)
 		return 1;
 	}
 	umask(022);
+	/* A deployed image's container is started by anyone's docker run: it makes its own. */
+	if (container_standalone() && !getenv("BERTH_BOOT_ID")) {
+		char id[RANDOM_UUID_LEN + 1];
+
+		random_uuid(id);
+		(void)setenv("BERTH_BOOT_ID", id, 1);
+	}
 	if (journal_init() < 0 || mount_base(cgroup_opts, sizeof(cgroup_opts)) < 0 ||
 	    ev_loop_new(&init.loop) < 0)
 		power_off_now();
@@ -587,7 +604,7 @@ int main(void)
 		loopback_up();
 	/* The control and log ports come first, so even a failed boot is reported. */
 	r = start_mux();
-	if (r >= 0)
+	if (r >= 0 && init.mux)
 		r = control_listen(init.loop, init.mux, &handlers);
 	if (r < 0) {
 		journal_event("boot_failed",

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "argv-builder.h"
+#include "docker-image.h"
 #include "engine.h"
 #include "fileio.h"
 #include "macros.h"
@@ -51,8 +52,6 @@ static void add_volume(ArgvBuilder *b, const VmContainer *c, const char *what, c
 
 static int docker_build_argv(const VmConfig *cfg, char ***ret)
 {
-	static const char *const caps[] = {"CHOWN",  "DAC_OVERRIDE", "FOWNER", "SETUID",
-					   "SETGID", "SETPCAP",	     "KILL"};
 	const VmContainer *c = cfg->container;
 	ArgvBuilder b = {};
 	int r = mount_path_ok(c->host_dir);
@@ -69,17 +68,12 @@ static int docker_build_argv(const VmConfig *cfg, char ***ret)
 	argv_add(&b, "--label=org.berth.boot-id=%s", c->boot_id);
 	argv_add(&b, "--label=org.berth.run-dir=%s", c->run_dir);
 	/* No network device but lo: every byte out goes through the channel and the dialer. */
-	argv_add(&b, "--network=none");
-	/* What berth-init needs to make each app's identity and drop into it, nothing more. */
-	argv_add(&b, "--cap-drop=ALL");
-	for (size_t i = 0; i < ELEMENTSOF(caps); i++)
-		argv_add(&b, "--cap-add=%s", caps[i]);
+	for (const char *const *a = docker_confinement_args; *a; a++)
+		argv_add(&b, "%s", *a);
 	argv_add(&b, "--cpus=%u", cfg->cpus);
 	argv_add(&b, "--memory=%um", cfg->mem_mib);
 	argv_add(&b, "--memory-swap=%um", cfg->mem_mib);
 	argv_add(&b, "--pids-limit=%d", PIDS_MAX);
-	argv_add(&b, "--tmpfs=/run:rw,nosuid,nodev,exec,mode=0755,size=64m");
-	argv_add(&b, "--tmpfs=/tmp:rw,nosuid,nodev,exec,mode=1777,size=256m");
 	argv_add(&b, "--mount");
 	argv_add(&b, "type=bind,src=%s,dst=/run/berth-host", c->host_dir);
 	if (c->n_shares > 1)

@@ -41,17 +41,19 @@ int main(int argc, char **argv)
 {
 	log_setup("berth-vmm", LOG_LEVEL_INFO);
 	if (argc < 2) {
-		fprintf(stderr, "usage: berth-vmm run|snapshot|accel|pins [options]\n");
+		fprintf(stderr, "usage: berth-vmm run|image|snapshot|accel|pins [options]\n");
 		return 2;
 	}
 	if (streq(argv[1], "pins"))
 		return verb_pins(argc - 1, argv + 1);
 	if (streq(argv[1], "run"))
 		return vmm_run_main(argc - 1, argv + 1);
+	if (streq(argv[1], "image"))
+		return vmm_image_main(argc - 1, argv + 1);
 	if (streq(argv[1], "accel"))
 		return vmm_accel_main(argc - 1, argv + 1);
 	if (streq(argv[1], "snapshot"))
 		return vmm_snapshot_main(argc - 1, argv + 1);
-	log_error("unknown command '%s': use 'run', 'snapshot', 'accel' or 'pins'", argv[1]);
+	log_error("unknown command '%s': use 'run', 'image', 'snapshot', 'accel' or 'pins'", argv[1]);
 	return 2;
 }

@@ -1145,6 +1145,41 @@ static void cleanup(Vmm *v)
 	egress_config_done(&v->args.egress);
 }
 
+int vmm_plan_image(Vmm *v, const char *work_dir)
+{
+	char err[512];
+	int r;
+
+	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
+	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
+		v->placeholder_fds[i] = -EBADF;
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		v->layers[k] = (Artifact){.fd = -EBADF};
+	v->run_dir = strdup(work_dir);
+	if (!v->run_dir)
+		return -ENOMEM;
+	r = check_apps(v);
+	if (r >= 0)
+		r = compile_policies(v);
+	if (r >= 0)
+		r = check_publish(v);
+	if (r >= 0)
+		r = check_governor(v);
+	if (r >= 0)
+		r = build_boot_disk(v);
+	for (size_t i = 0; r >= 0 && i < v->n_apps; i++) {
+		r = share_digest(v->apps[i].dir, &v->apps[i].digest, err, sizeof(err));
+		if (r < 0)
+			log_error("--app %s: %s", v->apps[i].dir, err);
+	}
+	return r;
+}
+
+void vmm_done(Vmm *v)
+{
+	cleanup(v);
+}
+
 /*
  * Detach: the parent waits until the child has started QEMU (or failed), relays what it
  * reports on a pipe, and exits with its verdict; the child lives on in its own session.

@@ -122,6 +122,14 @@ int vmm_run_main(int argc, char **argv);
 /* Compile @app's capability policy from its manifest (name and manifest set), in a VM of
  * @n_apps apps: policy, warnings and policy_sha256. 0 or -errno. */
 int vmm_compile_policy(VmmApp *app, size_t n_apps);
+/* For berth-vmm image (image-build.c): the apps of v->args loaded, their policies compiled
+ * and checked as for a VM, the boot disk (no secrets) made in @work_dir, the shares'
+ * digests taken. 0 or -errno after saying why. vmm_done() frees what it made. */
+int vmm_plan_image(Vmm *v, const char *work_dir);
+void vmm_done(Vmm *v);
+/* berth-vmm image (image-build.c). */
+int vmm_image_main(int argc, char **argv);
+
 /* Configure v->vm for a cold boot after all (a restore that failed), with @reason. */
 int vmm_config_cold(Vmm *v, const char *reason);
 /* berth-vmm accel: the accelerator choice and the probe behind it (accel-verb.c). */

@@ -62,10 +62,11 @@ int cmd_rpc(int argc, char **argv)
 	static const struct option options[] = {{"export", required_argument, NULL, 'e'},
 						{"input", required_argument, NULL, 'i'},
 						{"runtime", required_argument, NULL, 'r'},
+						{"socket", required_argument, NULL, 's'},
 						{"help", no_argument, NULL, 'h'},
 						{}};
 	const char *export = NULL, *input_text = NULL, *env = getenv("BERTH_RPC_TIMEOUT_MS");
-	const char *runtime = NULL;
+	const char *runtime = NULL, *socket_path = NULL;
 	_cleanup_(json_decrefp) json_t *input = NULL, *req = NULL;
 	_cleanup_free_ char *dir = NULL, *line_out = NULL;
 	unsigned timeout = RPC_TIMEOUT_MS_DEFAULT;
@@ -80,6 +81,8 @@ int cmd_rpc(int argc, char **argv)
 			export = optarg;
 		else if (c == 'i')
 			input_text = optarg;
+		else if (c == 's')
+			socket_path = optarg;
 		else if (c == 'r') {
 			if (!streq(optarg, "vm") && !streq(optarg, "docker"))
 				return cli_usage_error("--runtime takes vm or docker, not '%s'",
@@ -110,7 +113,7 @@ int cmd_rpc(int argc, char **argv)
 					 jerr.text, jerr.line, jerr.column),
 			       2;
 	}
-	r = vm_find_app(argv[optind], NULL, &dir, &index);
+	r = socket_path ? 0 : vm_find_app(argv[optind], NULL, &dir, &index);
 	if (r < 0) {
 		/* berth dev's VM for it may have died: its run dir says why. */
 		_cleanup_free_ char *name = NULL, *dev_dir = NULL, *failure = NULL, *shown = NULL;
@@ -130,7 +133,7 @@ int cmd_rpc(int argc, char **argv)
 		       1;
 
 	/* berth rpc calls the app where it runs; --runtime says where the caller expects it. */
-	if (runtime) {
+	if (runtime && !socket_path) {
 		_cleanup_(json_decrefp) json_t *vm = vm_json_load(dir);
 		const char *engine = json_string_value(json_object_get(vm, "engine"));
 		const char *has = engine && streq(engine, "docker") ? "docker" : "vm";
@@ -148,9 +151,12 @@ int cmd_rpc(int argc, char **argv)
 	if (input)
 		json_object_set(req, "input", input);
 	line_out = json_dumps(req, JSON_COMPACT);
-	fd = connect_rpc(dir, index);
+	/* --socket: a deployed image's socket (berth deploy), as absolute or relative path. */
+	fd = socket_path ? vm_socket_connect(socket_path[0] == '/' ? "" : ".", socket_path)
+			 : connect_rpc(dir, index);
 	if (fd < 0)
-		return log_error_errno(fd, "cannot reach app \"%s\" in %s: %m", argv[optind], dir),
+		return log_error_errno(fd, "cannot reach app \"%s\" at %s: %m", argv[optind],
+				       socket_path ?: dir),
 		       1;
 	r = loop_write(fd, line_out, strlen(line_out));
 	if (r >= 0)

@@ -20,3 +20,5 @@ int cmd_init(int argc, char **argv);
 int cmd_dev(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_attest(int argc, char **argv);
+int cmd_deploy(int argc, char **argv);
+int cmd_test(int argc, char **argv);

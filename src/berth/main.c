@@ -80,12 +80,14 @@ static const Verb verbs[] = {
 	 "or every problem found, one line each, and exits 1 when there is any.\n\n"
 	 "  --json  on success, print the manifest with its defaults filled in instead\n"},
 	{NULL, "rpc", cmd_rpc, "call an export of a running app",
-	 "APP --export NAME [--input JSON] [--runtime vm|docker]",
+	 "APP --export NAME [--input JSON] [--runtime vm|docker] [--socket PATH]",
 	 "Call export NAME of APP in the VM that runs it (berth dev's berth-dev-APP, or a\n"
 	 "berth mcp session's) and print its result as JSON; an app's error exits 1.\n\n"
 	 "  --export NAME   the export to call (required)\n"
 	 "  --input JSON    its input, a JSON object (default {})\n"
-	 "  --runtime R     refuse unless the app runs in R (vm or docker)\n"},
+	 "  --runtime R     refuse unless the app runs in R (vm or docker)\n"
+	 "  --socket PATH   call the app on this socket instead (a deployed image's\n"
+	 "                  /run/berth-rpc/APP.sock; see berth deploy)\n"},
 	{NULL, "init", cmd_init, "create an app folder from a template",
 	 "NAME [--template hello-world|python]",
 	 "Create the folder NAME holding a new app (berth.yml and its code) from a template.\n\n"
@@ -131,6 +133,21 @@ static const Verb verbs[] = {
 	 "  -o, --out PATH     write the record to PATH (mode 0600) instead of stdout\n"
 	 "  --verify FILE      check the record in FILE; exit 0 only if it has no problems\n"
 	 "  --json             with --verify: print {ok, problems[{code,message}]}\n"},
+	{NULL, "test", cmd_test, "build the app's image and call every export with stub inputs",
+	 "[DIR]",
+	 "Build the app in DIR (default .) into a Docker image on Berth's base image, run it\n"
+	 "once with each export called with stub inputs (strings \"berth-test-stub\", numbers\n"
+	 "1, booleans true, arrays []; url, selector and email get an example), confined as\n"
+	 "always, and print {\"ok\", \"results\":[{\"export\",\"ok\",\"error\"?}]} as one line.\n"
+	 "Exits 0 when every export answered. See docs/runtimes.md.\n"},
+	{NULL, "deploy", cmd_deploy, "build a runnable image of the app",
+	 "[DIR] [--tag TAG] [--push REPOSITORY[:TAG]]",
+	 "Build the app in DIR (default .) into a self-contained Docker image: Berth's base\n"
+	 "image (the pinned rootfs), the bundle and its compiled policy, berth-init as its\n"
+	 "entrypoint. Prints its digest and how to run it; pushes nowhere unless --push names\n"
+	 "a repository. See docs/runtimes.md.\n\n"
+	 "  --tag TAG        the local tag (default berth-app-NAME:VERSION)\n"
+	 "  --push REPO      tag the image REPO and docker push it\n"},
 };
 
 static const char *const groups[] = {"vm", "audit"};

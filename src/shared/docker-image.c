@@ -15,6 +15,21 @@
 #include "macros.h"
 #include "time-util.h"
 
+const char *const docker_confinement_args[] = {
+	"--network=none",
+	"--cap-drop=ALL",
+	"--cap-add=CHOWN",
+	"--cap-add=DAC_OVERRIDE",
+	"--cap-add=FOWNER",
+	"--cap-add=SETUID",
+	"--cap-add=SETGID",
+	"--cap-add=SETPCAP",
+	"--cap-add=KILL",
+	"--tmpfs=/run:rw,nosuid,nodev,exec,mode=0755,size=64m",
+	"--tmpfs=/tmp:rw,nosuid,nodev,exec,mode=1777,size=256m",
+	NULL,
+};
+
 #define LABEL_ROOTFS "org.berth.rootfs.sha256"
 #define LABEL_LAYER "org.berth.layer.sha256"
 #define DOCKER_TIMEOUT_MS (30 * 1000)

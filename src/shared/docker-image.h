@@ -16,6 +16,14 @@
 
 #define DOCKER_IMAGE_REPO "berth-rootfs"
 
+/*
+ * What every Berth container runs with, whoever starts it (berth-vmm's Docker engine,
+ * berth test, the command berth deploy prints): no network device but lo, every
+ * capability dropped but the seven berth-init needs to make each app's identity and drop
+ * into it, and /run and /tmp of its own. NULL-terminated.
+ */
+extern const char *const docker_confinement_args[];
+
 typedef struct DockerImage {
 	char tag[64];
 	char id[80];	/* sha256:..., what docker run is given */

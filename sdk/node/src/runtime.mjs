@@ -9,6 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { timingSafeEqual } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { appRegistry } from "./app.mjs";
+import { checkExports } from "./check-exports.mjs";
 import { connectContextBus, createLocalContextBus } from "./context-bus.mjs";
 import { installProxyAgent, RUNTIME_KEY } from "./egress.mjs";
 import { loadManifest } from "./manifest-load.mjs";
@@ -191,13 +192,22 @@ export async function main(env = process.env) {
 			manifest.exports.map((e) => e.name),
 			[...registry.exports.keys()],
 		);
+		// berth test: the stub invocation instead of serving (check-exports.mjs), with the
+		// app connected as when it serves, but no on_install hook (those run at build).
+		const checking = env.BERTH_CHECK_EXPORTS === "1";
+		const reportCheck = async (why) => {
+			const report = await checkExports(manifest, registry, why);
+			process.stdout.write(JSON.stringify(report) + "\n", () => process.exit(report.ok ? 0 : 1));
+		};
+		if (mismatch && checking) return reportCheck(mismatch);
 		if (mismatch) throw new StartupError(mismatch);
 
 		const contextBus = await connectBus(env);
 		const semanticFs = await connectSfs(env, manifest.name);
 		const ctx = { contextBus, semanticFs, manifest };
-		for (const hook of registry.installHooks) await hook();
+		if (!checking) for (const hook of registry.installHooks) await hook();
 		for (const hook of registry.readyHooks) await hook(ctx);
+		if (checking) return reportCheck(null);
 
 		const gate = governanceGate(manifest.name, env);
 		const dispatch = (req, caller) => {

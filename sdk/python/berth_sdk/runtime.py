@@ -6,6 +6,7 @@ bus → semantic-fs → on_agent_ready hooks → RPC servers → the ready line;
 blocks last."""
 import importlib.util
 import io
+import json
 import os
 import signal
 import sys
@@ -87,6 +88,14 @@ def connect_sfs(env, app_name):
     return sfs
 
 
+def _report_check(out, manifest, app, mismatch) -> int:
+    from .check_exports import check_exports
+
+    report = check_exports(manifest, app, mismatch, rpc.invoke_export)
+    out.write((json.dumps(report) + "\n").encode())
+    return 0 if report["ok"] else 1
+
+
 def main(env=None) -> int:
     env = os.environ if env is None else env
     # The app share is read-only; do not try to write bytecode next to it.
@@ -107,15 +116,22 @@ def main(env=None) -> int:
         log(f"loading app entry {entry}")
         app = load_entry(entry)
         mismatch = exports_mismatch([e.name for e in manifest.exports], app.export_names)
+        # berth test: the stub invocation instead of serving (check_exports.py), with the
+        # app connected as when it serves, but no on_install hook (those run at build).
+        checking = env.get("BERTH_CHECK_EXPORTS") == "1"
+        if mismatch and checking:
+            return _report_check(rpc_out, manifest, app, mismatch)
         if mismatch:
             raise StartupError(mismatch)
-        for hook in app._install_hooks:
+        for hook in [] if checking else app._install_hooks:
             rpc._settle(hook())
         bus = connect_bus(env)
         sfs = connect_sfs(env, manifest.name)
         ctx = AppContext(manifest, bus, sfs)
         for hook in app._ready_hooks:
             rpc._settle(hook(ctx))
+        if checking:
+            return _report_check(rpc_out, manifest, app, None)
 
         gate = rpc.governance_gate(manifest.name, env)
 

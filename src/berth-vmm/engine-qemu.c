@@ -99,7 +99,8 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	 * int3 during boot), and the guest died in an early initcall ("Fatal exception in
 	 * interrupt" just past the breakpoint) now and then on a loaded host.
 	 */
-	argv_add(&b, "%s", cfg->accel == ACCEL_TCG ? "tcg,thread=single" : accel_to_string(cfg->accel));
+	argv_add(&b, "%s",
+		 cfg->accel == ACCEL_TCG ? "tcg,thread=single" : accel_to_string(cfg->accel));
 	if (cfg->accel == ACCEL_KVM) {
 		argv_add(&b, "-cpu");
 		argv_add(&b, "host");
@@ -133,7 +134,7 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	argv_add(&b, "chardev:console");
 	argv_add(&b, "-drive");
 	argv_add(&b, "id=rootfs,file=/proc/self/fd/%d,format=raw,if=none,readonly=on",
-	    art->a[ARTIFACT_ROOTFS].fd);
+		 art->a[ARTIFACT_ROOTFS].fd);
 	argv_add(&b, "-device");
 	argv_add(&b, "virtio-blk-device,drive=rootfs,serial=rootfs");
 	for (size_t i = 0; i < cfg->n_disks; i++) {
@@ -141,7 +142,7 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 
 		argv_add(&b, "-drive");
 		argv_add(&b, "id=disk%zu,file=/proc/self/fd/%d,format=raw,if=none%s", i, d->fd,
-		    d->readonly ? ",readonly=on" : ",discard=unmap");
+			 d->readonly ? ",readonly=on" : ",discard=unmap");
 		argv_add(&b, "-device");
 		argv_add(&b, "virtio-blk-device,drive=disk%zu,serial=%s", i, d->serial);
 	}

@@ -61,7 +61,7 @@ typedef struct VmConfig {
 	unsigned cpus;
 	unsigned mem_mib;
 	Accel accel;
-	long tsc_khz;		  /* TCG only; see tsc.h */
+	long tsc_khz; /* TCG only; see tsc.h */
 	/* The kernel console is QEMU's standard output, a pipe the supervisor reads
 	 * (Engine.console_fd): it decides what of it a file on the host keeps. */
 	const char *qmp_path; /* QEMU's QMP socket (saving and restoring), or NULL for none */

@@ -65,10 +65,11 @@ static int check_standalone(const Vmm *v)
 			const char *s = json_string_value(c), *why = s ? needs_vmm(s) : NULL;
 
 			if (why)
-				return log_error("\"%s\" in %s's berth.yml needs %s, which a deployed "
-						 "image has not; run the app with berth dev or berth mcp "
-						 "(--runtime docker or vm) instead",
-						 s, v->apps[i].name, why);
+				return log_error(
+					"\"%s\" in %s's berth.yml needs %s, which a deployed "
+					"image has not; run the app with berth dev or berth mcp "
+					"(--runtime docker or vm) instead",
+					s, v->apps[i].name, why);
 		}
 	}
 	return 0;
@@ -76,7 +77,8 @@ static int check_standalone(const Vmm *v)
 
 static int run_tool(char *const argv[], char **ret_out)
 {
-	RunCapture o = {.timeout_ms = BUILD_TIMEOUT_MS, .max_bytes = 256 * 1024, .with_stderr = true};
+	RunCapture o = {
+		.timeout_ms = BUILD_TIMEOUT_MS, .max_bytes = 256 * 1024, .with_stderr = true};
 	_cleanup_free_ char *out = NULL;
 	int status, r = run_capture_opts(argv, &o, &out, &status);
 
@@ -137,8 +139,9 @@ static int write_context(const Vmm *v, const DockerImage *base, const char *ctx)
 	fprintf(f, "LABEL org.berth.rootfs.sha256=\"%s\" org.berth.base=\"%s\"",
 		v->artifacts.a[ARTIFACT_ROOTFS].sha256, base->id);
 	for (size_t i = 0; i < v->n_apps; i++)
-		fprintf(f, " org.berth.app.%zu.name=\"%s\" org.berth.app.%zu.tree.sha256=\"%s\" "
-			   "org.berth.app.%zu.policy.sha256=\"%s\"",
+		fprintf(f,
+			" org.berth.app.%zu.name=\"%s\" org.berth.app.%zu.tree.sha256=\"%s\" "
+			"org.berth.app.%zu.policy.sha256=\"%s\"",
 			i, v->apps[i].name, i, v->apps[i].digest.tree_sha256, i,
 			v->apps[i].policy_sha256);
 	fprintf(f, "\nENTRYPOINT [\"/usr/sbin/berth-init\"]\n");
@@ -245,12 +248,12 @@ int vmm_image_main(int argc, char **argv)
 		json_t *apps = json_array();
 
 		for (size_t i = 0; i < v.n_apps; i++)
-			json_array_append_new(
-				apps, json_pack("{s:s, s:s, s:s}", "name", v.apps[i].name,
-						"treeSha256", v.apps[i].digest.tree_sha256,
-						"policySha256", v.apps[i].policy_sha256));
-		json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o}", "image", id, "tag", tag, "base",
-					base.id, "rootfsSha256",
+			json_array_append_new(apps,
+					      json_pack("{s:s, s:s, s:s}", "name", v.apps[i].name,
+							"treeSha256", v.apps[i].digest.tree_sha256,
+							"policySha256", v.apps[i].policy_sha256));
+		json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o}", "image", id, "tag", tag,
+					"base", base.id, "rootfsSha256",
 					v.artifacts.a[ARTIFACT_ROOTFS].sha256, "apps", apps);
 		char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 

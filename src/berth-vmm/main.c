@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 		return vmm_accel_main(argc - 1, argv + 1);
 	if (streq(argv[1], "snapshot"))
 		return vmm_snapshot_main(argc - 1, argv + 1);
-	log_error("unknown command '%s': use 'run', 'image', 'snapshot', 'accel' or 'pins'", argv[1]);
+	log_error("unknown command '%s': use 'run', 'image', 'snapshot', 'accel' or 'pins'",
+		  argv[1]);
 	return 2;
 }

@@ -901,8 +901,8 @@ static int start(Serve *s)
 	if (r < 0)
 		return r;
 	if (v->args.docker)
-		log_info("container %s started (docker client pid %d, image %s)",
-			 v->container_name, (int)v->engine.pid, v->docker_image.id);
+		log_info("container %s started (docker client pid %d, image %s)", v->container_name,
+			 (int)v->engine.pid, v->docker_image.id);
 	else
 		log_info("QEMU started (pid %d, %s: %s)", (int)v->engine.pid,
 			 accel_to_string(v->vm.accel), v->accel.reason);

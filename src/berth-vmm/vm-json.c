@@ -86,11 +86,11 @@ static json_t *container_json(const Vmm *v)
 
 	(void)uname(&u);
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i}, s:s?}", "name",
-			 v->container_name ? v->container_name : "", "image",
-			 v->docker_image.id, "imageTag", v->docker_image.tag, "layerSha256",
-			 v->docker_image.layer, "fromRootfsSha256",
-			 v->artifacts.a[ARTIFACT_ROOTFS].sha256, "hostKernel", "release", u.release,
-			 "landlockAbi", landlock_abi_version(), "volumes", v->volume_prefix);
+			 v->container_name ? v->container_name : "", "image", v->docker_image.id,
+			 "imageTag", v->docker_image.tag, "layerSha256", v->docker_image.layer,
+			 "fromRootfsSha256", v->artifacts.a[ARTIFACT_ROOTFS].sha256, "hostKernel",
+			 "release", u.release, "landlockAbi", landlock_abi_version(), "volumes",
+			 v->volume_prefix);
 }
 
 /* How this VM started: restored from which snapshot, or booted cold and why. */
@@ -161,8 +161,8 @@ int vmm_write_state(Vmm *v, const char *state)
 		"schema", 1, "name", v->name, "pid", (int)getpid(), "owner", (int)getuid(), "vmm",
 		self, "runDir", v->run_dir, "startedAt", v->started_at, "bootId", v->boot_id,
 		"state", state, "engine", v->args.docker ? "docker" : "qemu", "accelerator",
-		v->args.docker ? "none" : accel_to_string(v->vm.accel),
-		"apps", apps, "endpoints", endpoints, "vmConfig",
+		v->args.docker ? "none" : accel_to_string(v->vm.accel), "apps", apps, "endpoints",
+		endpoints, "vmConfig",
 		json_pack("{s:i, s:i, s:i, s:b}", "cpus", (int)v->vm.cpus, "memMiB",
 			  (int)v->vm.mem_mib, "nics", 0, "tsi", 0),
 		"measurements", measurements);

@@ -930,14 +930,14 @@ static int docker_config(Vmm *v)
 	if (!vm_dir || asprintf(&cache, "%s/cache", vm_dir) < 0)
 		return -ENOMEM;
 	r = docker_image_ensure(v->docker, v->artifacts.a[ARTIFACT_ROOTFS].fd,
-				v->artifacts.a[ARTIFACT_ROOTFS].sha256, cache, &v->docker_image, err,
-				sizeof(err));
+				v->artifacts.a[ARTIFACT_ROOTFS].sha256, cache, &v->docker_image,
+				err, sizeof(err));
 	if (r < 0)
 		return log_error("the Docker engine: %s", err);
 	if (v->docker_image.made)
 		log_info("made the Docker base image %s (%s) from rootfs %.12s in %ld ms",
-			 v->docker_image.tag, v->docker_image.id, v->artifacts.a[ARTIFACT_ROOTFS].sha256,
-			 v->docker_image.make_ms);
+			 v->docker_image.tag, v->docker_image.id,
+			 v->artifacts.a[ARTIFACT_ROOTFS].sha256, v->docker_image.make_ms);
 	else
 		log_info("Docker base image %s (%s), layer %s", v->docker_image.tag,
 			 v->docker_image.id, v->docker_image.layer);

@@ -85,8 +85,14 @@ static int app_image_build(AppImage *a, const char *dir, const char *tag,
 	if (!a->tag)
 		return log_error_errno(-ENOMEM, "out of memory");
 	fprintf(stderr, "%sbuilding %s from %s\n", prefix, a->tag, a->l.bundle.dir);
-	char *const argv[] = {a->l.vmm,	  "image",   "--app",			a->l.bundle.dir,
-			      "--tag",	  a->tag, for_test ? "--for-test" : NULL, NULL};
+	char *const argv[] = {a->l.vmm,
+			      "image",
+			      "--app",
+			      a->l.bundle.dir,
+			      "--tag",
+			      a->tag,
+			      for_test ? "--for-test" : NULL,
+			      NULL};
 
 	r = run_tool(argv, IMAGE_TIMEOUT_MS, &out);
 	if (r < 0)
@@ -173,7 +179,8 @@ int cmd_deploy(int argc, char **argv)
 		if (!docker)
 			r = (log_error("%s", err), -ENOENT);
 		else {
-			char *const tagv[] = {docker, "tag", (char *)built(&a, "image"), (char *)push, NULL};
+			char *const tagv[] = {docker, "tag", (char *)built(&a, "image"),
+					      (char *)push, NULL};
 			char *const pushv[] = {docker, "push", (char *)push, NULL};
 
 			r = run_tool(tagv, IMAGE_TIMEOUT_MS, &out);
@@ -268,7 +275,8 @@ int cmd_test(int argc, char **argv)
 		const char *base[] = {docker, "run", "--rm", "--env=BERTH_CHECK_EXPORTS=1"};
 		char *argv2[4 + 16 + 2] = {};
 		size_t n = 0;
-		RunCapture o = {.timeout_ms = TEST_TIMEOUT_MS, .max_bytes = OUTPUT_MAX,
+		RunCapture o = {.timeout_ms = TEST_TIMEOUT_MS,
+				.max_bytes = OUTPUT_MAX,
 				.with_stderr = true};
 
 		for (size_t i = 0; i < ELEMENTSOF(base); i++)
@@ -280,7 +288,8 @@ int cmd_test(int argc, char **argv)
 			a.l.name, built(&a, "image"));
 		r = run_capture_opts(argv2, &o, &out, &status);
 		if (r < 0)
-			log_error_errno(r, "docker run: %s", r == -ETIME ? "timed out" : strerror(-r));
+			log_error_errno(r, "docker run: %s",
+					r == -ETIME ? "timed out" : strerror(-r));
 	}
 	if (r >= 0) {
 		echo_confinement(out ? out : "", a.l.name);

@@ -805,9 +805,12 @@ static void check_docker_engine(Report *r, const char *docker)
 		out[strcspn(out, "\n")] = '\0';
 	if (k < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !out || !out[0]) {
 		check_set(c, CHECK_FAIL, "dockerd does not answer (%s)",
-			  k == -ETIME ? "timed out" : k < 0 ? strerror(-k) : "docker version failed");
-		check_remedy(c, "start it (systemctl start docker, or dockerd as root), and make sure "
-				"you may use its socket (the docker group)");
+			  k == -ETIME ? "timed out"
+			  : k < 0     ? strerror(-k)
+				      : "docker version failed");
+		check_remedy(c,
+			     "start it (systemctl start docker, or dockerd as root), and make sure "
+			     "you may use its socket (the docker group)");
 		check_reason(c, "dockerd does not answer");
 		return;
 	}
@@ -827,16 +830,18 @@ static void check_enforcing_kernel(Report *r)
 	c->title = "Enforcing kernel (the host's)";
 	k = landlock_probe(&p);
 	if (k >= 0 && p.support == LANDLOCK_ENFORCING) {
-		check_set(c, CHECK_OK,
-			  "Linux %s, Landlock ABI %d enforcing; not Berth's pinned kernel, so what an "
-			  "app may do depends on this host",
-			  u.release, p.abi);
+		check_set(
+			c, CHECK_OK,
+			"Linux %s, Landlock ABI %d enforcing; not Berth's pinned kernel, so what an "
+			"app may do depends on this host",
+			u.release, p.abi);
 		return;
 	}
 	check_set(c, CHECK_FAIL, "Linux %s: Landlock %s", u.release,
 		  k < 0 ? "could not be probed" : "is not enforcing");
-	check_remedy(c, "boot a host kernel with Landlock enabled (5.13 or later, landlock in lsm=), "
-			"or use the VM sandbox, whose pinned kernel always has it (--runtime vm)");
+	check_remedy(c,
+		     "boot a host kernel with Landlock enabled (5.13 or later, landlock in lsm=), "
+		     "or use the VM sandbox, whose pinned kernel always has it (--runtime vm)");
 	check_reason(c, "the host's kernel does not enforce Landlock");
 }
 
@@ -872,9 +877,8 @@ static void check_docker_image(Report *r, const char *docker)
 static void doctor_docker(Report *r, const BerthConfig *cfg)
 {
 	static const char *const ids[_DCHECK_MAX] = {
-		[DCHECK_DOCKER] = "docker", [DCHECK_ENGINE] = "engine",
-		[DCHECK_VMM] = "berth-vmm", [DCHECK_PINS] = "pins",
-		[DCHECK_KERNEL] = "kernel", [DCHECK_IMAGE] = "image",
+		[DCHECK_DOCKER] = "docker", [DCHECK_ENGINE] = "engine", [DCHECK_VMM] = "berth-vmm",
+		[DCHECK_PINS] = "pins",	    [DCHECK_KERNEL] = "kernel", [DCHECK_IMAGE] = "image",
 	};
 	_cleanup_free_ char *docker = NULL, *joined = NULL;
 	Check *c = &r->checks[DCHECK_DOCKER];

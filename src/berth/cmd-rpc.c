@@ -59,12 +59,10 @@ static int print_result(json_t *reply)
 
 int cmd_rpc(int argc, char **argv)
 {
-	static const struct option options[] = {{"export", required_argument, NULL, 'e'},
-						{"input", required_argument, NULL, 'i'},
-						{"runtime", required_argument, NULL, 'r'},
-						{"socket", required_argument, NULL, 's'},
-						{"help", no_argument, NULL, 'h'},
-						{}};
+	static const struct option options[] = {
+		{"export", required_argument, NULL, 'e'},  {"input", required_argument, NULL, 'i'},
+		{"runtime", required_argument, NULL, 'r'}, {"socket", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},	   {}};
 	const char *export = NULL, *input_text = NULL, *env = getenv("BERTH_RPC_TIMEOUT_MS");
 	const char *runtime = NULL, *socket_path = NULL;
 	_cleanup_(json_decrefp) json_t *input = NULL, *req = NULL;
@@ -88,8 +86,7 @@ int cmd_rpc(int argc, char **argv)
 				return cli_usage_error("--runtime takes vm or docker, not '%s'",
 						       optarg);
 			runtime = optarg;
-		}
-		else if (c == CLI_OPT_HELP) {
+		} else if (c == CLI_OPT_HELP) {
 			cli_print_help();
 			return 0;
 		} else
@@ -139,11 +136,12 @@ int cmd_rpc(int argc, char **argv)
 		const char *has = engine && streq(engine, "docker") ? "docker" : "vm";
 
 		if (!streq(has, runtime))
-			return log_error("\"%s\" runs in %s, not under --runtime %s; stop it (berth "
-					 "vm stop) and start it again with --runtime %s",
-					 argv[optind],
-					 streq(has, "docker") ? "a Docker container" : "a VM",
-					 runtime, runtime),
+			return log_error(
+				       "\"%s\" runs in %s, not under --runtime %s; stop it (berth "
+				       "vm stop) and start it again with --runtime %s",
+				       argv[optind],
+				       streq(has, "docker") ? "a Docker container" : "a VM",
+				       runtime, runtime),
 			       1;
 	}
 	snprintf(id, sizeof(id), "%lld", (long long)time(NULL) * 1000 + now_ms() % 1000);

@@ -14,7 +14,14 @@
 
 static int parse_argv(int argc, char **argv, VmInstallOptions *o)
 {
-	enum { ARG_NO_DOWNLOAD = 0x100, ARG_FORCE, ARG_VMM, ARG_NO_SNAPSHOT, ARG_LAYER, ARG_RUNTIME };
+	enum {
+		ARG_NO_DOWNLOAD = 0x100,
+		ARG_FORCE,
+		ARG_VMM,
+		ARG_NO_SNAPSHOT,
+		ARG_LAYER,
+		ARG_RUNTIME
+	};
 	static const struct option options[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"from", required_argument, NULL, 'f'},

@@ -111,12 +111,12 @@ static void print_vm(json_t *vm)
 	json_t *container = json_object_get(vm, "container");
 
 	if (container)
-		term_text_line(
-			stdout, 0, "  container %s on the host's kernel %s (Landlock ABI %lld)",
-			str_of(container, "name", "?"),
-			str_of(json_object_get(container, "hostKernel"), "release", "?"),
-			json_integer_value(json_object_get(json_object_get(container, "hostKernel"),
-							   "landlockAbi")));
+		term_text_line(stdout, 0,
+			       "  container %s on the host's kernel %s (Landlock ABI %lld)",
+			       str_of(container, "name", "?"),
+			       str_of(json_object_get(container, "hostKernel"), "release", "?"),
+			       json_integer_value(json_object_get(
+				       json_object_get(container, "hostKernel"), "landlockAbi")));
 	term_text_line(
 		stdout, 0, "  %s, %s (%s), %lld vCPUs, %lld MiB, no network device",
 		str_of(vm, "state", "unknown"), str_of(vm, "engine", "?"),

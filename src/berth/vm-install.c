@@ -91,7 +91,8 @@ static void format_bytes(uint64_t n, char *buf, size_t len)
  * The pins to install are those of the berth-vmm that will boot the files, because it
  * refuses anything else; the CLI's own copy only stands in when there is no berth-vmm yet.
  */
-static int pins_choose(const VmInstallOptions *o, const BerthConfig *config, PinSet *ret, char *desc, size_t desclen)
+static int pins_choose(const VmInstallOptions *o, const BerthConfig *config, PinSet *ret,
+		       char *desc, size_t desclen)
 {
 	_cleanup_free_ char *found = NULL;
 	int r;
@@ -182,7 +183,8 @@ static int sources_resolve(const VmInstallOptions *o, const BerthConfig *config,
 	return 0;
 }
 
-static int install_all(const VmInstallOptions *o, const PinSet *pins, const char *vm_dir, const Sources *s)
+static int install_all(const VmInstallOptions *o, const PinSet *pins, const char *vm_dir,
+		       const Sources *s)
 {
 	Progress progress = {};
 	InstallOptions io = {
@@ -267,10 +269,11 @@ static void make_snapshot(const BerthConfig *config, const PinSet *pins)
 		}
 		if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
 		    WEXITSTATUS(status) != 0) {
-			log_warning("no warm-start snapshot was made for %s MiB VMs (see above): they "
-				    "will boot cold; try again with `berth vm install`, or see "
-				    "docs/warm-start.md",
-				    mem);
+			log_warning(
+				"no warm-start snapshot was made for %s MiB VMs (see above): they "
+				"will boot cold; try again with `berth vm install`, or see "
+				"docs/warm-start.md",
+				mem);
 			return;
 		}
 	}
@@ -306,7 +309,8 @@ static int make_docker_image(const PinSet *pins, const char *vm_dir)
 	if (r < 0)
 		return log_error_errno(r, "the Docker base image: %s", err);
 	if (img.made)
-		printf("✔ Docker base image %s (%s) made in %ld ms\n", img.tag, img.id, img.make_ms);
+		printf("✔ Docker base image %s (%s) made in %ld ms\n", img.tag, img.id,
+		       img.make_ms);
 	else
 		printf("✔ Docker base image %s (%s) already there\n", img.tag, img.id);
 	return 0;

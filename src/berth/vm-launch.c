@@ -227,7 +227,8 @@ static int load_companions(VmLaunch *l)
 				tok, name);
 		r = vm_support_check(c->manifest, &reason);
 		if (r < 0)
-			return log_error("%s", reason ? reason : "this companion cannot run in the VM");
+			return log_error("%s",
+					 reason ? reason : "this companion cannot run in the VM");
 	}
 	/* The browser layer takes one of the VM's four places for disks of apps. */
 	bool browser = declares_browser(l->manifest);
@@ -254,8 +255,9 @@ static unsigned default_mem_mib(const VmLaunch *l)
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *ns = NULL, *action = NULL, *scope = NULL;
 
-		if (capability_parse(caps[i], &ns, &action, &scope) >= 0 && streq(ns, "filesystem") &&
-		    scope && capability_path_beneath(scope, strlen(scope), "/context"))
+		if (capability_parse(caps[i], &ns, &action, &scope) >= 0 &&
+		    streq(ns, "filesystem") && scope &&
+		    capability_path_beneath(scope, strlen(scope), "/context"))
 			return VM_LAUNCH_MEM_CONTEXT_MIB;
 	}
 	return VM_LAUNCH_MEM_ONE_MIB;

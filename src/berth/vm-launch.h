@@ -61,16 +61,16 @@ typedef struct VmCompanion {
 #define VM_LAUNCH_MEM_BROWSER_MIB 2048 /* the browser layer's Chromium (SPEC 8.3) */
 
 typedef struct VmLaunch {
-	const char *prefix; /* "[berth:dev] " */
+	const char *prefix;   /* "[berth:dev] " */
 	const char *apps_arg; /* --apps a,b: set before vm_launch_load(), which loads them */
 	VmCompanion companions[VM_LAUNCH_COMPANIONS_MAX];
 	size_t n_companions;
-	char *app_dir;	    /* absolute */
-	char *name;	    /* the app's name in berth.yml */
-	char *vm_name;	    /* berth-vmm --name */
-	char *run_dir;	    /* ~/.berth/run/vm/<vm_name> */
-	char *vmm;	    /* the berth-vmm binary */
-	char *state;	    /* the app's state disk */
+	char *app_dir; /* absolute */
+	char *name;    /* the app's name in berth.yml */
+	char *vm_name; /* berth-vmm --name */
+	char *run_dir; /* ~/.berth/run/vm/<vm_name> */
+	char *vmm;     /* the berth-vmm binary */
+	char *state;   /* the app's state disk */
 	Manifest *manifest;
 	Bundle bundle;
 	unsigned boot_timeout_ms;
@@ -86,9 +86,9 @@ typedef struct VmLaunch {
 	bool publish;	      /* publish the app's ports of the publish table (berth dev) */
 	uint16_t published[PUBLISH_PORTS_MAX]; /* which, with l->publish */
 	size_t n_published;
-	struct VmBoot *boot; /* the boot in progress, NULL when none */
-	long long boot_ms;   /* the last boot that got ready: how long it took */
-	char boot_id[37];    /* and its id */
+	struct VmBoot *boot;	    /* the boot in progress, NULL when none */
+	long long boot_ms;	    /* the last boot that got ready: how long it took */
+	char boot_id[37];	    /* and its id */
 	vm_launch_stage_t on_stage; /* called as each stage begins (may be NULL) */
 	void *stage_userdata;
 } VmLaunch;

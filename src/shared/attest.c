@@ -426,7 +426,8 @@ static int attest_record_build_run(json_t *evidence, const char *run_id, json_t 
 		json_object_set_new(
 			iso, "kernel",
 			json_pack("{s:s, s:O?, s:O?}", "enforcedBy", "host", "release",
-				  json_object_get(json_object_get(container, "hostKernel"), "release"),
+				  json_object_get(json_object_get(container, "hostKernel"),
+						  "release"),
 				  "landlockAbi",
 				  json_object_get(json_object_get(container, "hostKernel"),
 						  "landlockAbi")));
@@ -815,8 +816,8 @@ static void verify_enforcement(json_t *rec, json_t *problems)
 		shapes_ok = false;
 	} else if (json_is_object(iso)) {
 		json_t *kernel = json_object_get(iso, "kernel");
-		bool host = streq_ptr(json_string_value(json_object_get(kernel, "enforcedBy")),
-				      "host");
+		bool host =
+			streq_ptr(json_string_value(json_object_get(kernel, "enforcedBy")), "host");
 		_cleanup_(json_decrefp) json_t *want =
 			host ? probe_derive_host(json_object_get(kernel, "landlockAbi"))
 			     : probe_derive(json_object_get(kernel, "pinned"),

@@ -81,17 +81,18 @@ static int run(char *const argv[], int timeout_ms, char **ret_out, char *err, si
 
 /* The image @tag as Docker has it: 0 and its id and layer when it matches @rootfs_sha256,
  * -ENOENT when it is missing or does not. */
-static int inspect(const char *docker, const char *tag, const char *rootfs_sha256,
-		   DockerImage *ret, char *why, size_t whylen)
+static int inspect(const char *docker, const char *tag, const char *rootfs_sha256, DockerImage *ret,
+		   char *why, size_t whylen)
 {
-	char *const argv[] = {(char *)docker,
-			      "image",
-			      "inspect",
-			      "--format",
-			      "{{.Id}} {{index .RootFS.Layers 0}} {{index .Config.Labels \"" LABEL_ROOTFS
-			      "\"}} {{index .Config.Labels \"" LABEL_LAYER "\"}}",
-			      (char *)tag,
-			      NULL};
+	char *const argv[] = {
+		(char *)docker,
+		"image",
+		"inspect",
+		"--format",
+		"{{.Id}} {{index .RootFS.Layers 0}} {{index .Config.Labels \"" LABEL_ROOTFS
+		"\"}} {{index .Config.Labels \"" LABEL_LAYER "\"}}",
+		(char *)tag,
+		NULL};
 	_cleanup_free_ char *out = NULL;
 	char id[80], layer[80], rootfs[80], tar[80];
 	int r;
@@ -125,8 +126,8 @@ static void remove_tree(const char *dir)
 	(void)run_capture(argv, MAKE_TIMEOUT_MS, 4096, &out, &status);
 }
 
-static int make(const char *docker, int rootfs_fd, const char *rootfs_sha256,
-		const char *cache_dir, const char *tag, char *err, size_t errlen)
+static int make(const char *docker, int rootfs_fd, const char *rootfs_sha256, const char *cache_dir,
+		const char *tag, char *err, size_t errlen)
 {
 	_cleanup_free_ char *work = NULL, *tree = NULL, *tar = NULL, *source = NULL,
 			    *extract = NULL, *label_rootfs = NULL, *label_layer = NULL;
@@ -140,7 +141,8 @@ static int make(const char *docker, int rootfs_fd, const char *rootfs_sha256,
 			 "--runtime docker'");
 		return -EPERM;
 	}
-	if (mkdir_p(cache_dir, 0700) < 0 || asprintf(&work, "%s/docker-image.XXXXXX", cache_dir) < 0)
+	if (mkdir_p(cache_dir, 0700) < 0 ||
+	    asprintf(&work, "%s/docker-image.XXXXXX", cache_dir) < 0)
 		return -ENOMEM;
 	if (!mkdtemp(work)) {
 		snprintf(err, errlen, "cannot create a directory in %s: %s", cache_dir,
@@ -221,8 +223,8 @@ out:
 	return r;
 }
 
-int docker_image_find(const char *docker, const char *rootfs_sha256, DockerImage *ret,
-		      char *err, size_t errlen)
+int docker_image_find(const char *docker, const char *rootfs_sha256, DockerImage *ret, char *err,
+		      size_t errlen)
 {
 	*ret = (DockerImage){};
 	snprintf(ret->tag, sizeof(ret->tag), DOCKER_IMAGE_REPO ":%.16s", rootfs_sha256);

@@ -41,8 +41,8 @@ char *docker_program(char *err, size_t errlen);
  * -ENOENT when there is none that checks out (why in @err), or another -errno when Docker
  * did not answer.
  */
-int docker_image_find(const char *docker, const char *rootfs_sha256, DockerImage *ret,
-		      char *err, size_t errlen);
+int docker_image_find(const char *docker, const char *rootfs_sha256, DockerImage *ret, char *err,
+		      size_t errlen);
 
 /*
  * docker_image_ensure() - find the base image for the rootfs open at @rootfs_fd, verified

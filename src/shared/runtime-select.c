@@ -32,8 +32,8 @@ int runtime_select(const char *flag, char **reason)
 	else if (streq(value, "docker")) {
 		r = SANDBOX_DOCKER;
 	} else {
-		if (asprintf(reason, "unknown sandbox runtime \"%s\" (from %s): use vm or docker", value,
-			     where) < 0)
+		if (asprintf(reason, "unknown sandbox runtime \"%s\" (from %s): use vm or docker",
+			     value, where) < 0)
 			*reason = NULL;
 		r = -EINVAL;
 	}

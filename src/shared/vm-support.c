@@ -65,7 +65,8 @@ int vm_support_check_image(const Manifest *m, const char *daemons, char **reason
 			if (asprintf(
 				    reason,
 				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no GitHub API broker (its manifest lists %s). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/github.md)",
-				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
+				    caps[i], manifest_name(m),
+				    daemons && *daemons ? daemons : "none") < 0)
 				*reason = NULL;
 			return -EOPNOTSUPP;
 		}
@@ -82,7 +83,8 @@ int vm_support_check_image(const Manifest *m, const char *daemons, char **reason
 			if (asprintf(
 				    reason,
 				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no terminal web view (its manifest lists %s). Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/terminal.md)",
-				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
+				    caps[i], manifest_name(m),
+				    daemons && *daemons ? daemons : "none") < 0)
 				*reason = NULL;
 			return -EOPNOTSUPP;
 		}
@@ -92,7 +94,8 @@ int vm_support_check_image(const Manifest *m, const char *daemons, char **reason
 			if (asprintf(
 				    reason,
 				    "\"%s\" in %s's berth.yml cannot run in the VM: the pinned root image has no /context index (semantic-fs; its manifest lists %s), so tags and queries would fail. Build and pin an image with it (scripts/build-artifacts.sh, then vm/repin), or remove the capability (see docs/context.md)",
-				    caps[i], manifest_name(m), daemons && *daemons ? daemons : "none") < 0)
+				    caps[i], manifest_name(m),
+				    daemons && *daemons ? daemons : "none") < 0)
 				*reason = NULL;
 			return -EOPNOTSUPP;
 		}
@@ -212,7 +215,8 @@ static bool declares_github(const Manifest *m)
 	size_t n = manifest_capabilities(m, &caps);
 
 	for (size_t i = 0; i < n; i++)
-		if (strneq(caps[i], "github:", 7) && capability_parse(caps[i], NULL, NULL, NULL) == 0)
+		if (strneq(caps[i], "github:", 7) &&
+		    capability_parse(caps[i], NULL, NULL, NULL) == 0)
 			return true;
 	return false;
 }
@@ -262,8 +266,10 @@ static int github_plan(const Manifest *const *apps, size_t n, char **allow, size
 	if (dup)
 		return 0;
 	if (*n_allow >= VM_EGRESS_PATTERNS_MAX) {
-		if (asprintf(reason, "%s's berth.yml names more than %d egress hosts, more than berth-vmm takes; use '*' globs to cover several with one scope",
-			     manifest_name(*ret_app), VM_EGRESS_PATTERNS_MAX) < 0)
+		if (asprintf(
+			    reason,
+			    "%s's berth.yml names more than %d egress hosts, more than berth-vmm takes; use '*' globs to cover several with one scope",
+			    manifest_name(*ret_app), VM_EGRESS_PATTERNS_MAX) < 0)
 			*reason = NULL;
 		return -EOPNOTSUPP;
 	}

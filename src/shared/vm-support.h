@@ -35,8 +35,8 @@ int docker_support_check(const Manifest *m, char **reason);
  *        network:connect:8090 (a github: app, network:connect:8092) cannot reach its broker
  *        (Landlock), so its requests fail.
  * @reason: on -EOPNOTSUPP, a malloc()ed reason: more than one app declares egress (SPEC
- *        6.1's message), or github: (the same words), or a scope the dialer cannot take (a host that is not letters,
- *        digits, '.', '-' and '*', an IPv6 address outside brackets, a port outside
+ *        6.1's message), or github: (the same words), or a scope the dialer cannot take (a host
+ * that is not letters, digits, '.', '-' and '*', an IPv6 address outside brackets, a port outside
  *        1-65535), or more than VM_EGRESS_PATTERNS_MAX patterns.
  * Returns the number of patterns, -EOPNOTSUPP, or -ENOMEM.
  */

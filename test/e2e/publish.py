@@ -180,7 +180,17 @@ def vmm_publish(home, apps):
     st = os.stat(path)
     tap(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
         "publish-7681.sock is a socket only its owner may use (0600)", oct(st.st_mode))
-    reply = unix_get(path)
+    # berth-vmm run returns once the engine started, maybe before the fake guest's channel
+    # is up; a connection before that is closed at once. Wait for the channel, bounded.
+    reply = b""
+    for _ in range(100):
+        try:
+            reply = unix_get(path)
+        except BrokenPipeError:
+            reply = b""
+        if reply:
+            break
+        time.sleep(0.1)
     tap(reply.startswith(b"HTTP/1.1 200 OK") and reply.endswith(b"guest saw: GET /sock HTTP/1.1"),
         "a connection to it is a stream to channel port 2000, bytes both ways", reply)
     guest.accept.discard(PUBLISH)

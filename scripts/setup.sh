@@ -23,6 +23,8 @@ packages=(
 	qemu-system-x86
 	# the Docker runtime (--runtime docker, berth test, berth deploy) and its tests
 	docker.io
+	# containerd-shim-berth-v2's tests run a real containerd and ctr
+	containerd
 	# tests (iproute2: the egress dialer's test makes a network namespace; tmux: the
 	# terminal app's tests run it on the host)
 	curl iproute2 tmux

@@ -67,6 +67,10 @@ context-bus-frames)
 	sources="src/context-bus/frame.c src/context-bus/bus.c src/context-bus/identity.c build/libfuzzer-gen/context_bus.pb-c.c src/basic/evloop.c src/basic/log.c src/basic/time-util.c src/basic/fileio.c src/capability/capability.c src/capability/policy.c src/basic/js-quote.c src/basic/parse-util.c"
 	libs="-lprotobuf-c -ljansson -lm"
 	;;
+ttrpc-frames)
+	sources="src/shim/ttrpc-frame.c build/libfuzzer-gen/shim.pb-c.c"
+	libs="-lprotobuf-c"
+	;;
 semantic-fs-request)
 	sources="src/semantic-fs/request.c src/semantic-fs/apps.c src/basic/utf8.c src/basic/fileio.c"
 	libs="-ljansson"
@@ -98,11 +102,15 @@ if [ "$target" = context-bus-frames ]; then
 	mkdir -p build/libfuzzer-gen
 	protoc-c --proto_path=sdk --c_out=build/libfuzzer-gen sdk/context_bus.proto
 fi
+if [ "$target" = ttrpc-frames ]; then
+	mkdir -p build/libfuzzer-gen
+	protoc-c --proto_path=src/shim --c_out=build/libfuzzer-gen src/shim/shim.proto
+fi
 # shellcheck disable=SC2086
 "$cc" -g -O1 -std=gnu17 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Isrc/basic -Isrc/include -Isrc/shared -Isrc/egress-broker -Isrc/github-broker -Isrc/berth-vmm -Isrc/berth \
-	-Isrc/berth/mcp -Isrc/terminal-view -Isrc/context-bus -Isrc/semantic-fs -Ibuild/libfuzzer-gen \
+	-Isrc/berth/mcp -Isrc/terminal-view -Isrc/context-bus -Isrc/semantic-fs -Isrc/shim -Ibuild/libfuzzer-gen \
 	-Isrc/capability -I"$out" \
 	"test/fuzz/fuzz-$target.c" $sources $libs -o "$out/fuzz-$target"
 

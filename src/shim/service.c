@@ -210,7 +210,12 @@ static int on_output(EvSource *src, int fd, uint32_t revents, void *userdata)
 			ev_source_free(src);
 		return 0;
 	}
-	if (r->fd < 0 && r->fifo[0])
+	/* ctr run --log-uri file:///PATH hands the shim a file to append to; otherwise it is
+	 * containerd's fifo. (A binary:// logger is not supported: nothing is written.) */
+	if (r->fd < 0 && strneq(r->fifo, "file://", 7))
+		r->fd = open(r->fifo + 7, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			     0600);
+	else if (r->fd < 0 && r->fifo[0] == '/')
 		r->fd = open(r->fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	if (r->fd >= 0 && write(r->fd, buf, (size_t)n) < 0 && errno != EAGAIN) {
 		close(r->fd);

@@ -103,6 +103,10 @@ static int check_spec(Task *t, char *err, size_t errlen)
 			    "the spec asks for host networking (no network namespace): a Berth "
 			    "sandbox has no network but its egress dialer, which berth.yml "
 			    "allows; remove hostNetwork (or ctr run --net-host)");
+	t->pod_sandbox = streq_ptr(json_string_value(json_object_get(
+					   json_object_get(spec, "annotations"),
+					   "io.kubernetes.cri.container-type")),
+				   "sandbox");
 	caps = json_object_get(json_object_get(json_object_get(spec, "process"), "capabilities"),
 			       "bounding");
 	json_array_foreach(caps, i, v) {
@@ -279,6 +283,11 @@ int task_create(Task *t, const char *id, const char *ns, const char *bundle,
 	r = check_spec(t, err, errlen);
 	if (r < 0)
 		return r;
+	if (t->pod_sandbox) { /* the pause image: nothing of it is run */
+		t->pidfd = -EBADF;
+		t->state = TASK_CREATED;
+		return 0;
+	}
 	r = mount_rootfs(t, mounts, n_mounts, err, errlen);
 	if (r >= 0)
 		r = find_apps(t, err, errlen);
@@ -293,6 +302,38 @@ int task_create(Task *t, const char *id, const char *ns, const char *bundle,
 	return 0;
 }
 
+/* The pod's placeholder: waits for its signal, as the pause container does. */
+static int start_pod_sandbox(Task *t)
+{
+	int out[2], errp[2];
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
+		(void)signal(SIGTERM, SIG_DFL);
+		(void)signal(SIGINT, SIG_DFL);
+		(void)setsid();
+		for (;;)
+			pause();
+	}
+	close(out[1]);
+	close(errp[1]);
+	t->out_fd = out[0];
+	t->err_fd = errp[0];
+	t->pid = pid;
+	t->pidfd = pidfd_open(pid, 0);
+	t->state = TASK_RUNNING;
+	return 0;
+}
+
 int task_start(Task *t, char *err, size_t errlen)
 {
 	_cleanup_free_ char *vmm = NULL, *egress = NULL;
@@ -304,6 +345,8 @@ int task_start(Task *t, char *err, size_t errlen)
 
 	if (t->state != TASK_CREATED)
 		return fail(err, errlen, -EBUSY, "the task was started already");
+	if (t->pod_sandbox)
+		return start_pod_sandbox(t);
 	if (vmm_locate(NULL, &vmm) < 0)
 		return fail(err, errlen, -ENOENT,
 			    "no berth-vmm: install it (berth vm install) or set BERTH_VMM");

@@ -42,6 +42,9 @@ typedef struct Task {
 	char **egress; /* --egress-allow patterns from berth.yml */
 	unsigned cpus, mem_mib;
 	bool mounted;
+	/* A Kubernetes pod's sandbox ("pause") container: no app, no VM, a process that
+	 * holds the pod until it is killed. The pod's app containers are the Berth VMs. */
+	bool pod_sandbox;
 	TaskState state;
 	pid_t pid; /* berth-vmm */
 	int pidfd;

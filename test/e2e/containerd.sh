@@ -14,7 +14,7 @@ for p in containerd ctr docker; do
 done
 require_artifacts
 new_home
-plan 21
+plan 23
 tag=$$
 state=/run/bctr$tag
 sock=$state.sock
@@ -27,7 +27,7 @@ qemu_of() { pgrep -f "[q]emu-system-x86_64.*default/$1/berth/" ; }
 # gone ID: no berth-vmm, no QEMU, no bundle of task ID.
 gone() { [ -z "$(vmm_of "$1")" ] && [ -z "$(qemu_of "$1")" ] && [ ! -e "$(bundle "$1")" ]; }
 cleanup() {
-	for t in n1 p1 x1 x2 x3; do
+	for t in n1 p1 pod1 x1 x2 x3; do
 		A task kill -s SIGKILL "$t" >/dev/null 2>&1
 		A task delete -f "$t" >/dev/null 2>&1
 		A container rm "$t" >/dev/null 2>&1
@@ -118,6 +118,15 @@ for ((i = 0; i < 300; i++)); do
 done
 check "a shim killed with -9: containerd's delete removes its berth-vmm, QEMU and bundle" gone p1
 A container rm p1 >/dev/null 2>&1
+
+# --- a pod's sandbox container -----------------------------------------------------------------
+A run -d --annotation io.kubernetes.cri.container-type=sandbox --runtime io.containerd.berth.v2 "$notes" pod1 >/dev/null 2>&1
+check "a pod's sandbox (pause) container runs as a placeholder: no VM" sh -c 'ctr -a "$1" task ls | grep -qE "^pod1 +[0-9]+ +RUNNING" && test -z "$2"' - "$sock" "$(vmm_of pod1)"
+A task kill pod1
+for ((i = 0; i < 100; i++)); do A task ls | grep -qE '^pod1 .*STOPPED' && break; sleep 0.1; done
+A task delete pod1 >/dev/null 2>&1
+check "  and stops when killed, leaving nothing" gone pod1
+A container rm pod1 >/dev/null 2>&1
 
 # --- refused specs -------------------------------------------------------------------------------
 out=$(A run -d --net-host --runtime io.containerd.berth.v2 "$notes" x1 2>&1)

@@ -74,6 +74,9 @@ class Containerd:
         self.proc.terminate()
         self.proc.wait(timeout=30)
         shutil.rmtree(self.state, ignore_errors=True)
+        for p in (self.sock, self.sock + ".ttrpc"):
+            if os.path.exists(p):
+                os.unlink(p)
 
 
 def answered(sock_path, deadline):

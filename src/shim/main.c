@@ -70,7 +70,8 @@ static int parse_args(int argc, char **argv, Args *a)
 			printf("containerd-shim-berth-v2 (%s)\n", SHIM_VERSION);
 			exit(0);
 		} else {
-			fprintf(stderr, "containerd-shim-berth-v2: unknown flag -%.*s\n", (int)n, arg);
+			fprintf(stderr, "containerd-shim-berth-v2: unknown flag -%.*s\n", (int)n,
+				arg);
 			return -EINVAL;
 		}
 		if (eq)

@@ -66,12 +66,12 @@ typedef struct Reply {
 	bool deferred; /* Wait: answered when the task exits */
 } Reply;
 
-#define PACK(reply, kind, msg)                                                              \
-	do {                                                                                \
-		(reply)->len = berthshim__##kind##__get_packed_size(msg);                    \
-		(reply)->payload = malloc((reply)->len ? (reply)->len : 1);                  \
-		if ((reply)->payload)                                                        \
-			berthshim__##kind##__pack(msg, (reply)->payload);                    \
+#define PACK(reply, kind, msg)                                              \
+	do {                                                                \
+		(reply)->len = berthshim__##kind##__get_packed_size(msg);   \
+		(reply)->payload = malloc((reply)->len ? (reply)->len : 1); \
+		if ((reply)->payload)                                       \
+			berthshim__##kind##__pack(msg, (reply)->payload);   \
 	} while (0)
 
 static int error_reply(Reply *r, int code, const char *fmt, ...) _printf_(3, 4);
@@ -245,7 +245,8 @@ static void relay_output(Shim *s)
 
 static void do_create(Shim *s, const ProtobufCBinaryData *in, Reply *r)
 {
-	Berthshim__CreateTaskRequest *req = berthshim__create_task_request__unpack(NULL, in->len, in->data);
+	Berthshim__CreateTaskRequest *req =
+		berthshim__create_task_request__unpack(NULL, in->len, in->data);
 	Berthshim__CreateTaskResponse resp = BERTHSHIM__CREATE_TASK_RESPONSE__INIT;
 	TaskMount mounts[4];
 	char err[900] = "";
@@ -265,10 +266,12 @@ static void do_create(Shim *s, const ProtobufCBinaryData *in, Reply *r)
 		mounts[i] = (TaskMount){req->rootfs[i]->type, req->rootfs[i]->source,
 					req->rootfs[i]->options, req->rootfs[i]->n_options};
 	k = task_create(&s->task, req->id, s->ns, req->bundle, mounts,
-			MIN(req->n_rootfs, ELEMENTSOF(mounts)) + (req->n_rootfs > ELEMENTSOF(mounts)),
+			MIN(req->n_rootfs, ELEMENTSOF(mounts)) +
+				(req->n_rootfs > ELEMENTSOF(mounts)),
 			req->stdout, req->stderr, err, sizeof(err));
 	if (k < 0) {
-		error_reply(r, errno_code(k), "Create %s: %s", req->id, err[0] ? err : strerror(-k));
+		error_reply(r, errno_code(k), "Create %s: %s", req->id,
+			    err[0] ? err : strerror(-k));
 		goto out;
 	}
 	log_info("task %s: %zu app(s) from %s, %u vCPUs, %u MiB", req->id, s->task.n_apps,
@@ -412,7 +415,8 @@ static void do_delete(Shim *s, Reply *r)
 
 	if (s->task.state == TASK_RUNNING) {
 		error_reply(r, CODE_FAILED_PRECONDITION,
-			    "Delete: task %s is running; kill it first (ctr task kill)", s->task.id);
+			    "Delete: task %s is running; kill it first (ctr task kill)",
+			    s->task.id);
 		return;
 	}
 	if (s->task.state == TASK_NONE) {
@@ -479,8 +483,7 @@ static void do_shutdown(Shim *s, Reply *r)
 	PACK(r, empty, &empty);
 }
 
-static void dispatch(Shim *s, Conn *c, uint32_t stream_id, const Berthshim__Request *req,
-		     Reply *r)
+static void dispatch(Shim *s, Conn *c, uint32_t stream_id, const Berthshim__Request *req, Reply *r)
 {
 	const char *m = req->method;
 	Berthshim__Empty empty = BERTHSHIM__EMPTY__INIT;

@@ -45,9 +45,9 @@ static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
 /* Where a pod's own files go; the sandbox never sees them, so they are let through. */
 static bool pod_infra_mount(const char *dst)
 {
-	static const char *const known[] = {"/etc/hosts",    "/etc/hostname",
+	static const char *const known[] = {"/etc/hosts",	"/etc/hostname",
 					    "/etc/resolv.conf", "/dev/termination-log",
-					    "/dev/shm",	     NULL};
+					    "/dev/shm",		NULL};
 
 	for (size_t i = 0; known[i]; i++)
 		if (streq(dst, known[i]))
@@ -103,10 +103,10 @@ static int check_spec(Task *t, char *err, size_t errlen)
 			    "the spec asks for host networking (no network namespace): a Berth "
 			    "sandbox has no network but its egress dialer, which berth.yml "
 			    "allows; remove hostNetwork (or ctr run --net-host)");
-	t->pod_sandbox = streq_ptr(json_string_value(json_object_get(
-					   json_object_get(spec, "annotations"),
-					   "io.kubernetes.cri.container-type")),
-				   "sandbox");
+	t->pod_sandbox =
+		streq_ptr(json_string_value(json_object_get(json_object_get(spec, "annotations"),
+							    "io.kubernetes.cri.container-type")),
+			  "sandbox");
 	caps = json_object_get(json_object_get(json_object_get(spec, "process"), "capabilities"),
 			       "bounding");
 	json_array_foreach(caps, i, v) {
@@ -123,7 +123,8 @@ static int check_spec(Task *t, char *err, size_t errlen)
 		const char *src = json_string_value(json_object_get(v, "source"));
 		const char *type = json_string_value(json_object_get(v, "type"));
 
-		if (!dst || !(streq_ptr(type, "bind") || has_bind_option(json_object_get(v, "options"))))
+		if (!dst ||
+		    !(streq_ptr(type, "bind") || has_bind_option(json_object_get(v, "options"))))
 			continue;
 		if (!pod_infra_mount(dst))
 			return fail(err, errlen, -EPERM,
@@ -446,7 +447,8 @@ int task_state_disk(const char *ns, const char *id, char *ret, size_t size)
 {
 	_cleanup_free_ char *home = berth_home();
 
-	if (!home || (size_t)snprintf(ret, size, "%s/containerd/ctr-%s-%s.img", home, ns, id) >= size)
+	if (!home ||
+	    (size_t)snprintf(ret, size, "%s/containerd/ctr-%s-%s.img", home, ns, id) >= size)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -464,7 +466,8 @@ void task_cleanup_bundle(const char *bundle, const char *ns, const char *id)
 
 		if (fd >= 0) {
 			(void)pidfd_send_signal(fd, SIGKILL, NULL, 0);
-			for (int i = 0; i < 50 && rundir_inspect(run_dir, &pid) == RUNDIR_RUNNING; i++)
+			for (int i = 0; i < 50 && rundir_inspect(run_dir, &pid) == RUNDIR_RUNNING;
+			     i++)
 				usleep(100 * 1000);
 			close(fd);
 		}

@@ -35,7 +35,8 @@ static void take(TtrpcReader *r, Seen *seen)
 		seen->bytes += h.length;
 		seen->last_stream = h.stream_id;
 		if (h.type == TTRPC_REQUEST) {
-			Berthshim__Request *req = berthshim__request__unpack(NULL, h.length, payload);
+			Berthshim__Request *req =
+				berthshim__request__unpack(NULL, h.length, payload);
 
 			if (req)
 				berthshim__request__free_unpacked(req, NULL);

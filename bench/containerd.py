@@ -105,9 +105,9 @@ def pss_kib(pid):
     return 0
 
 
-def sandbox_pss_mib(vm_name):
-    pids = subprocess.run(["pgrep", "-f", f"[b]erth-vmm run --name {vm_name} "], capture_output=True,
-                          text=True).stdout.split()
+def sandbox_pss_mib(run_dir):
+    pids = subprocess.run(["pgrep", "-f", f"[b]erth-vmm run --name ctr-[0-9a-f]* --run-dir {run_dir} "],
+                          capture_output=True, text=True).stdout.split()
     total = 0
     for p in pids:
         total += pss_kib(int(p))
@@ -155,7 +155,7 @@ def main():
         ctr_t, dev_t, pss = [], [], []
         for i in range(args.n):
             ctr_t.append(ctr_run(c, image, f"b{i}"))
-            pss.append(sandbox_pss_mib(f"ctr-default-b{i}"))
+            pss.append(sandbox_pss_mib(os.path.join(c.bundle(f"b{i}"), "berth")))
             c.remove(f"b{i}")
             p, t, *_ = appsbench.dev_start(app, env)
             dev_t.append(t)
@@ -169,7 +169,7 @@ def main():
             if not answered(os.path.join(c.bundle(n), "berth/rpc-0.sock"), time.monotonic() + 600):
                 raise RuntimeError(f"{n} never answered")
         dens_t = time.monotonic() - t0
-        dens_pss = sum(sandbox_pss_mib(f"ctr-default-{n}") for n in names)
+        dens_pss = sum(sandbox_pss_mib(os.path.join(c.bundle(n), "berth")) for n in names)
         for n in names:
             c.remove(n)
         med = lambda xs: round(statistics.median(xs) * 1000)

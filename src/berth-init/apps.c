@@ -248,9 +248,24 @@ static int overlay_file(const char *src, const char *copy, const char *extra)
 		return r;
 	if (asprintf(&merged, "%s%s", text, extra) < 0)
 		return -ENOMEM;
-	/* A container's /etc is its own writable layer, gone with it. */
-	if (container_mode())
-		return write_file_atomic(src, merged, strlen(merged), 0644);
+	/* A container's /etc is its own writable layer. A restarted container keeps it, so
+	 * the image's own file is kept aside once and merged from every boot. */
+	if (container_mode()) {
+		_cleanup_free_ char *orig = NULL, *pristine = NULL, *again = NULL;
+
+		if (asprintf(&orig, "%s.berth-image", src) < 0)
+			return -ENOMEM;
+		if (access(orig, F_OK) < 0) {
+			r = write_file_atomic(orig, text, strlen(text), 0644);
+			if (r < 0)
+				return r;
+		} else if ((r = read_full_file(orig, 1024 * 1024, &pristine, NULL)) < 0)
+			return r;
+		if (pristine && asprintf(&again, "%s%s", pristine, extra) < 0)
+			return -ENOMEM;
+		return again ? write_file_atomic(src, again, strlen(again), 0644)
+			     : write_file_atomic(src, merged, strlen(merged), 0644);
+	}
 	r = write_file_atomic(copy, merged, strlen(merged), 0644);
 	if (r < 0)
 		return r;
@@ -1657,6 +1672,13 @@ int apps_listen_rpc_dir(const char *dir)
 		return -errno;
 	if (stat(dir, &st) < 0)
 		return -errno;
+	if (container_uid_is_berths(st.st_uid)) {
+		journal_logf("%s is owned by uid %u, an app's or a daemon's uid in the container: "
+			     "its sockets would be that app's to call; bind a directory another "
+			     "user owns",
+			     dir, (unsigned)st.st_uid);
+		return -EPERM;
+	}
 	for (unsigned i = 0; i < n_apps; i++) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
 		int fd, r;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -9,7 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "apps.h"
 #include "container.h"
+#include "fileio.h"
 #include "journal.h"
 #include "macros.h"
 
@@ -56,6 +60,12 @@ int container_channel_accept(void)
 			     CONTAINER_HOST_DIR);
 		return -errno;
 	}
+	if (container_uid_is_berths(dir.st_uid)) {
+		journal_logf("%s is owned by uid %u, which is an app's or a daemon's in the "
+			     "container; run berth-vmm as another user",
+			     CONTAINER_HOST_DIR, (unsigned)dir.st_uid);
+		return -EPERM;
+	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", CONTAINER_CHANNEL_SOCKET);
 	(void)unlink(sa.sun_path);
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -76,7 +86,9 @@ int container_channel_accept(void)
 		r = poll(&pfd, 1, ACCEPT_TIMEOUT_MS);
 	while (r < 0 && errno == EINTR);
 	if (r <= 0) {
-		journal_logf("berth-vmm did not connect to %s", sa.sun_path);
+		journal_logf("berth-vmm did not connect to %s within 60 s; its vmm.log in the run "
+			     "dir says why",
+			     sa.sun_path);
 		close(lfd);
 		return r < 0 ? -errno : -ETIMEDOUT;
 	}
@@ -86,6 +98,51 @@ int container_channel_accept(void)
 	(void)unlink(sa.sun_path);
 	close(lfd);
 	return r;
+}
+
+bool container_uid_is_berths(uid_t uid)
+{
+	/* The daemons' 9001-9012 and the berth group's 9999, the apps' 10000 and up. */
+	return uid >= 9000 && uid < APP_UID_BASE + APPS_MAX;
+}
+
+int container_check_confined(char *why, size_t whylen)
+{
+	/* CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID, SETPCAP. */
+	const unsigned long long allowed =
+		1ull << 0 | 1ull << 1 | 1ull << 3 | 1ull << 5 | 1ull << 6 | 1ull << 7 | 1ull << 8;
+	_cleanup_free_ char *status = NULL;
+	unsigned long long bounding = ~0ull;
+	struct dirent *de;
+	DIR *d = opendir("/sys/class/net");
+	const char *p;
+
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || streq(de->d_name, "lo"))
+			continue;
+		snprintf(why, whylen,
+			 "the container has a network device (%.32s): a Berth container runs "
+			 "with --network=none, and the egress broker is its only way out; start it "
+			 "as berth deploy prints",
+			 de->d_name);
+		closedir(d);
+		return -EPERM;
+	}
+	if (d)
+		closedir(d);
+	if (read_full_file("/proc/self/status", 64 * 1024, &status, NULL) >= 0 &&
+	    (p = strstr(status, "CapBnd:")))
+		bounding = strtoull(p + 7, NULL, 16);
+	if (bounding & ~allowed) {
+		snprintf(
+			why, whylen,
+			"the container has more capabilities than berth-init needs (bounding set "
+			"%llx): start it with --cap-drop=ALL and the seven of docs/runtimes.md, as "
+			"berth deploy prints",
+			bounding);
+		return -EPERM;
+	}
+	return 0;
 }
 
 bool container_is_mount(const char *path)

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 /*
  * berth-init in a container (berth-vmm --engine docker). The init is the same; what differs
@@ -44,6 +46,18 @@ bool container_check_exports(void);
  * (non-blocking, close-on-exec) or -errno.
  */
 int container_channel_accept(void);
+
+/*
+ * container_check_confined() - refuse a container that gives its apps more than Berth's
+ * containers have: a network device other than lo, or a capability beyond the seven
+ * berth-init needs. A deployed image can be started by anyone's docker run (or a pod
+ * spec), so berth-init checks rather than trusts. 0, or -EPERM with what to do in @why.
+ */
+int container_check_confined(char *why, size_t whylen);
+
+/* Whether @uid is one berth-init gives to an app or a daemon: a socket owned by it would be
+ * that app's to call. */
+bool container_uid_is_berths(uid_t uid);
 
 /* Whether @path is a mount point of its own (a Docker volume, say): a different device
  * from its parent's. */

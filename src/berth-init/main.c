@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "apps.h"
+#include "boot-disk.h"
 #include "browser.h"
 #include "container.h"
 #include "control.h"
@@ -399,13 +400,27 @@ static int setup_boot_disk(void)
 	char dev[64], err[256];
 	int r;
 
-	if (container_mode()) {
-		const char *file =
-			container_standalone() ? CONTAINER_IMAGE_BOOT_FILE : CONTAINER_BOOT_FILE;
+	if (container_standalone()) {
+		/* The image's plan holds no secret, and a restarted container must find it
+		 * again: read a copy, which is removed once read like any boot disk. */
+		_cleanup_free_ char *plan = NULL;
+		size_t len;
 
-		if (access(file, F_OK) < 0)
+		r = read_full_file(CONTAINER_IMAGE_BOOT_FILE, BOOT_DISK_SIZE_MAX, &plan, &len);
+		if (r < 0) {
+			journal_logf("this image has no boot plan %s (%s): build it with berth "
+				     "deploy",
+				     CONTAINER_IMAGE_BOOT_FILE, strerror(-r));
+			return r;
+		}
+		snprintf(dev, sizeof(dev), "/run/berth-boot.img");
+		r = write_file_atomic(dev, plan, len, 0600);
+		if (r < 0)
+			return r;
+	} else if (container_mode()) {
+		if (access(CONTAINER_BOOT_FILE, F_OK) < 0)
 			return 0;
-		snprintf(dev, sizeof(dev), "%s", file);
+		snprintf(dev, sizeof(dev), "%s", CONTAINER_BOOT_FILE);
 	} else if (disk_find_by_serial("boot", dev, sizeof(dev)) < 0)
 		return 0;
 	r = boot_read_device(dev, &init.plan, &init.secrets, err, sizeof(err));
@@ -463,16 +478,28 @@ static void boot_start(const char *cgroup_opts)
 				landlock_abi_version()));
 }
 
+/* A container's confinement is checked, not trusted (container.h). */
+static int check_container(void)
+{
+	char why[512];
+	int r;
+
+	if (!container_mode())
+		return 0;
+	r = container_check_confined(why, sizeof(why));
+	if (r < 0)
+		journal_logf("%s", why);
+	return r;
+}
+
 static int init_phase(void)
 {
 	static const struct {
 		const char *phase;
 		int (*run)(void);
 	} steps[] = {
-		{"state", setup_state_disk},
-		{"layer", setup_layer},
-		{"boot-disk", setup_boot_disk},
-		{"apps", setup_apps},
+		{"container", check_container}, {"state", setup_state_disk}, {"layer", setup_layer},
+		{"boot-disk", setup_boot_disk}, {"apps", setup_apps},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {

@@ -29,6 +29,7 @@
 #include "docker-image.h"
 #include "engine.h"
 #include "fileio.h"
+#include "log.h"
 #include "macros.h"
 
 #define BOOT_FILE "boot.img"
@@ -37,7 +38,13 @@
 /* A --mount value: "," separates its fields, so a path with one cannot be given. */
 static int mount_path_ok(const char *p)
 {
-	return p && !strpbrk(p, ",\n") ? 0 : -EINVAL;
+	if (p && !strpbrk(p, ",\n"))
+		return 0;
+	return log_error_errno(
+		-EINVAL,
+		"the path %s has a comma or a newline, which Docker's --mount cannot "
+		"take; move it (or the run dir, BERTH_HOME) to a path without",
+		p ? p : "(none)");
 }
 
 static void add_volume(ArgvBuilder *b, const VmContainer *c, const char *what, const char *dst,
@@ -101,6 +108,7 @@ static int write_boot_file(const VmConfig *cfg)
 	const VmDisk *boot = NULL;
 	struct stat st;
 	ssize_t n;
+	int r;
 
 	for (size_t i = 0; i < cfg->n_disks; i++)
 		if (streq(cfg->disks[i].serial, "boot"))
@@ -113,16 +121,24 @@ static int write_boot_file(const VmConfig *cfg)
 	    !(buf = malloc((size_t)st.st_size + 1)))
 		return -ENOMEM;
 	n = pread(boot->fd, buf, (size_t)st.st_size, 0);
-	if (n != st.st_size)
-		return n < 0 ? -errno : -EIO;
 	(void)unlink(path);
-	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (out < 0)
-		return -errno;
-	if (loop_write(out, buf, (size_t)n) < 0)
-		return -errno;
-	explicit_bzero(buf, (size_t)n); /* it holds the secrets */
-	return 0;
+	out = n == st.st_size
+		      ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)
+		      : -EIO;
+	r = out < 0 ? (out == -EIO ? -EIO : -errno) : loop_write(out, buf, (size_t)n);
+	/* It holds the secrets: zeroed whatever happened, and no half-written file left. */
+	explicit_bzero(buf, (size_t)st.st_size);
+	if (r < 0)
+		(void)unlink(path);
+	return r < 0 ? r : 0;
+}
+
+void engine_docker_forget_boot_file(const char *host_dir)
+{
+	_cleanup_free_ char *path = NULL;
+
+	if (host_dir && asprintf(&path, "%s/%s", host_dir, BOOT_FILE) >= 0)
+		(void)unlink(path);
 }
 
 static void child_quiet_stdio(void)
@@ -192,8 +208,10 @@ static int docker_start(Engine *e, const VmConfig *cfg)
 	if (r < 0)
 		return r;
 	r = start_watchdog(c->docker, c->name, &e->stop_fd);
-	if (r < 0)
+	if (r < 0) {
+		engine_docker_forget_boot_file(c->host_dir);
 		return r;
+	}
 	if (pipe2(err_pipe, O_CLOEXEC) < 0 || pipe2(con_pipe, O_CLOEXEC) < 0) {
 		r = -errno;
 		safe_close(err_pipe[0]);

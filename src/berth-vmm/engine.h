@@ -102,6 +102,9 @@ struct Engine {
 
 extern const EngineOps engine_qemu_ops;
 extern const EngineOps engine_docker_ops;
+/* Remove the Docker engine's boot-disk file from @host_dir, if berth-init has not: it holds
+ * the secrets, and a container that never started never read it. */
+void engine_docker_forget_boot_file(const char *host_dir);
 
 /* An engine that has started nothing yet. */
 void engine_init(Engine *e, const EngineOps *ops);

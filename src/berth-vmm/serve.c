@@ -531,7 +531,8 @@ static int start_engine(Vmm *v)
 
 	r = v->engine.ops->start(&v->engine, &v->vm);
 	if (r < 0)
-		return log_error_errno(r, "cannot start QEMU: %m");
+		return log_error_errno(r, "cannot start %s: %m",
+				       v->args.docker ? "the container" : "QEMU");
 	if (!v->restore)
 		return 0;
 	/* QEMU has its own copy of the snapshot's descriptor. */
@@ -999,6 +1000,8 @@ int vmm_serve(Vmm *v, int ready_fd)
 		}
 		if (v->engine.pid > 0)
 			v->engine.ops->stop(&v->engine);
+		if (v->args.docker)
+			engine_docker_forget_boot_file(v->host_dir);
 		rundir_remove(v->run_dir);
 		return 1;
 	}
@@ -1010,6 +1013,8 @@ int vmm_serve(Vmm *v, int ready_fd)
 			(void)v->engine.ops->stop(&v->engine);
 	}
 	r = ev_loop(s.loop);
+	if (v->args.docker)
+		engine_docker_forget_boot_file(v->host_dir);
 	write_evidence(&s);
 	guest_events_done(&s.guest);
 	for (size_t i = 0; i < s.n_pending; i++)

@@ -21,6 +21,7 @@
 #include "exec-util.h"
 #include "log.h"
 #include "macros.h"
+#include "random-util.h"
 #include "vm-launch.h"
 
 #define IMAGE_TIMEOUT_MS (10 * 60 * 1000)
@@ -247,7 +248,7 @@ int cmd_test(int argc, char **argv)
 	_cleanup_free_ char *docker = NULL, *out = NULL, *text = NULL;
 	const char *dir = ".";
 	AppImage a = {};
-	char err[512];
+	char err[512], uuid[RANDOM_UUID_LEN + 1], name[64];
 	int c, r, status;
 
 	optind = 0;
@@ -272,8 +273,10 @@ int cmd_test(int argc, char **argv)
 	if (r >= 0 && !(docker = docker_program(err, sizeof(err))))
 		r = (log_error("%s", err), -ENOENT);
 	if (r >= 0) {
-		const char *base[] = {docker, "run", "--rm", "--env=BERTH_CHECK_EXPORTS=1"};
-		char *argv2[4 + 16 + 2] = {};
+		random_uuid(uuid);
+		snprintf(name, sizeof(name), "--name=berth-test-%.8s", uuid);
+		const char *base[] = {docker, "run", "--rm", name, "--env=BERTH_CHECK_EXPORTS=1"};
+		char *argv2[5 + 16 + 2] = {};
 		size_t n = 0;
 		RunCapture o = {.timeout_ms = TEST_TIMEOUT_MS,
 				.max_bytes = OUTPUT_MAX,
@@ -287,9 +290,16 @@ int cmd_test(int argc, char **argv)
 		fprintf(stderr, "[berth:test] calling every export of %s with stub inputs, in %s\n",
 			a.l.name, built(&a, "image"));
 		r = run_capture_opts(argv2, &o, &out, &status);
-		if (r < 0)
+		if (r < 0) {
+			/* The client was killed; the container is not gone with it. */
+			char *const rm[] = {docker, "rm", "--force", name + 7, NULL};
+			_cleanup_free_ char *rm_out = NULL;
+			int rm_status;
+
+			(void)run_capture(rm, 30 * 1000, 4096, &rm_out, &rm_status);
 			log_error_errno(r, "docker run: %s",
 					r == -ETIME ? "timed out" : strerror(-r));
+		}
 	}
 	if (r >= 0) {
 		echo_confinement(out ? out : "", a.l.name);

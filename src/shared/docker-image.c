@@ -41,8 +41,13 @@ char *docker_program(char *err, size_t errlen)
 	const char *env = getenv("BERTH_DOCKER");
 	char *path = NULL;
 
-	if (env && env[0] == '/')
-		return access(env, X_OK) == 0 ? strdup(env) : NULL;
+	if (env && env[0] == '/') {
+		if (access(env, X_OK) == 0)
+			return strdup(env);
+		snprintf(err, errlen, "BERTH_DOCKER=%s is not an executable file; fix or unset it",
+			 env);
+		return NULL;
+	}
 	if (find_executable_in_path(env && env[0] ? env : "docker", &path) < 0) {
 		snprintf(err, errlen,
 			 "no docker program in $PATH: install Docker (Debian: apt-get install "

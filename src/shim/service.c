@@ -163,6 +163,8 @@ static void publish_exit(Shim *s)
 	}
 }
 
+static void task_stopped(Shim *s);
+
 static int on_task_exit(EvSource *src, const siginfo_t *si, void *userdata)
 {
 	Shim *s = userdata;
@@ -171,6 +173,13 @@ static int on_task_exit(EvSource *src, const siginfo_t *si, void *userdata)
 	(void)waitpid(si->si_pid, NULL, WNOHANG);
 	task_exited(&s->task, status);
 	log_info("task %s: berth-vmm exited (%u)", s->task.id, s->task.exit_status);
+	task_stopped(s);
+	return 0;
+}
+
+/* The task is stopped: say so to containerd and to every Wait. */
+static void task_stopped(Shim *s)
+{
 	publish_exit(s);
 	for (size_t i = 0; i < s->n_waits; i++) {
 		Berthshim__WaitResponse w = BERTHSHIM__WAIT_RESPONSE__INIT;
@@ -185,7 +194,6 @@ static int on_task_exit(EvSource *src, const siginfo_t *si, void *userdata)
 		free(r.payload);
 	}
 	s->n_waits = 0;
-	return 0;
 }
 
 /* --- the task's output ---------------------------------------------------------------- */
@@ -308,8 +316,13 @@ static void do_start(Shim *s, Reply *r)
 	k = ev_add_child_pidfd(s->loop, NULL, s->task.pidfd, on_task_exit, s);
 	if (k < 0)
 		k = ev_add_child(s->loop, NULL, s->task.pid, on_task_exit, s);
-	if (k >= 0)
-		s->task.pidfd = -EBADF; /* the loop owns it */
+	if (k < 0) {
+		/* Nothing would see it exit: it must not run. */
+		(void)task_kill(&s->task, SIGKILL);
+		error_reply(r, CODE_UNKNOWN, "Start: cannot watch berth-vmm (%s)", strerror(-k));
+		return;
+	}
+	s->task.pidfd = -EBADF; /* the loop owns it */
 	resp.pid = (uint32_t)s->task.pid;
 	{
 		Berthshim__TaskStart ev = BERTHSHIM__TASK_START__INIT;
@@ -372,6 +385,7 @@ static void do_kill(Shim *s, const ProtobufCBinaryData *in, Reply *r)
 		s->task.state = TASK_STOPPED;
 		s->task.exit_status = 128 + req->signal;
 		s->task.exited_at = now;
+		task_stopped(s);
 		k = 0;
 	} else
 		k = task_kill(&s->task, (int)req->signal);
@@ -541,9 +555,12 @@ static void conn_free(Conn *c)
 	for (size_t i = 0; i < CONNS_MAX; i++)
 		if (s->conns[i] == c)
 			s->conns[i] = NULL;
-	for (size_t i = 0; i < s->n_waits; i++)
+	/* Its Waits go with it: a closed connection keeps no slot. */
+	for (size_t i = 0; i < s->n_waits;)
 		if (s->waits[i].conn == c)
-			s->waits[i].conn = NULL;
+			s->waits[i] = s->waits[--s->n_waits];
+		else
+			i++;
 	ev_source_free(c->src);
 	close(c->fd);
 	ttrpc_reader_done(&c->reader);

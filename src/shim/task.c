@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "digest.h"
 #include "fileio.h"
 #include "macros.h"
 #include "manifest.h"
@@ -42,9 +43,16 @@ static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
 	return r;
 }
 
-/* Where a pod's own files go; the sandbox never sees them, so they are let through. */
-static bool pod_infra_mount(const char *dst)
+/* What the kubelet and containerd mount into every pod (its hosts file, service-account
+ * token, config maps): the VM never sees them, so they are let through. */
+static bool pod_infra_mount(const char *dst, const char *src)
 {
+	static const char *const sources[] = {"/var/lib/kubelet/", "/var/lib/containerd/",
+					      "/run/containerd/", NULL};
+
+	for (size_t i = 0; src && sources[i]; i++)
+		if (strneq(src, sources[i], strlen(sources[i])))
+			return true;
 	static const char *const known[] = {"/etc/hosts",	"/etc/hostname",
 					    "/etc/resolv.conf", "/dev/termination-log",
 					    "/dev/shm",		NULL};
@@ -88,15 +96,10 @@ static int check_spec(Task *t, char *err, size_t errlen)
 	json_array_foreach(json_object_get(linux_, "namespaces"), i, v) {
 		const char *type = json_string_value(json_object_get(v, "type"));
 
-		if (type && streq(type, "network")) {
-			if (json_object_get(v, "path"))
-				return fail(err, errlen, -EPERM,
-					    "the spec joins an existing network namespace (%s): a "
-					    "Berth sandbox has no network but its egress dialer; "
-					    "run it without hostNetwork or a shared network",
-					    json_string_value(json_object_get(v, "path")) ?: "");
+		/* Its own, or the pod's (CRI gives a path): either way not the host's. The
+		 * VM has no network device in it anyway. */
+		if (type && streq(type, "network"))
 			netns = true;
-		}
 	}
 	if (!netns)
 		return fail(err, errlen, -EPERM,
@@ -126,7 +129,7 @@ static int check_spec(Task *t, char *err, size_t errlen)
 		if (!dst ||
 		    !(streq_ptr(type, "bind") || has_bind_option(json_object_get(v, "options"))))
 			continue;
-		if (!pod_infra_mount(dst))
+		if (!pod_infra_mount(dst, src))
 			return fail(err, errlen, -EPERM,
 				    "the spec mounts %s from the host at %s: a Berth sandbox sees "
 				    "only its app and its own volume; remove the mount",
@@ -192,10 +195,16 @@ static bool has_manifest(const char *dir)
 static int find_apps(Task *t, char *err, size_t errlen)
 {
 	char app[700];
+	struct stat st;
 	DIR *d;
 	struct dirent *de;
 
 	snprintf(app, sizeof(app), "%s/app", t->rootfs);
+	/* The image's paths are read on the host: a link would lead out of the image. */
+	if (lstat(app, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail(err, errlen, -ENOENT,
+			    "the image has no Berth app: /app is missing or not a directory (build "
+			    "it with berth deploy)");
 	if (has_manifest(app)) {
 		snprintf(t->apps[t->n_apps++], sizeof(t->apps[0]), "%s", app);
 		return 0;
@@ -207,7 +216,7 @@ static int find_apps(Task *t, char *err, size_t errlen)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", app, de->d_name);
-		if (!has_manifest(sub))
+		if (lstat(sub, &st) < 0 || !S_ISDIR(st.st_mode) || !has_manifest(sub))
 			continue;
 		if (t->n_apps >= TASK_APPS_MAX) {
 			closedir(d);
@@ -269,16 +278,11 @@ int task_create(Task *t, const char *id, const char *ns, const char *bundle,
 	snprintf(t->stdout_path, sizeof(t->stdout_path), "%s", stdout_path ?: "");
 	snprintf(t->stderr_path, sizeof(t->stderr_path), "%s", stderr_path ?: "");
 	snprintf(t->run_dir, sizeof(t->run_dir), "%s/" TASK_RUN_DIR, bundle);
-	/* A VM name of the namespace and id: berth vm status lists it, berth attest finds
-	 * its boots in the same ~/.berth. */
-	if ((size_t)snprintf(t->vm_name, sizeof(t->vm_name), "ctr-%s-%s", ns, id) >=
-		    sizeof(t->vm_name) ||
-	    !vm_name_valid(t->vm_name))
-		return fail(err, errlen, -EINVAL,
-			    "namespace \"%s\" and id \"%s\" make no VM name: use at most 60 of "
-			    "a-z, 0-9, '.', '_' and '-'",
-			    ns, id);
-	r = task_state_disk(ns, id, t->state_disk, sizeof(t->state_disk));
+	/* The VM's name, and its state disk's, from a digest of namespace and id: any id
+	 * fits (a Kubernetes one is 64 hex digits), and no two tasks share either. */
+	r = task_vm_name(ns, id, t->vm_name, sizeof(t->vm_name));
+	if (r >= 0)
+		r = task_state_disk(ns, id, t->state_disk, sizeof(t->state_disk));
 	if (r < 0)
 		return r;
 	r = check_spec(t, err, errlen);
@@ -317,6 +321,10 @@ static int start_pod_sandbox(Task *t)
 	if (pid == 0) {
 		sigset_t none;
 
+		/* Nothing of the shim's: not its sockets, not containerd's connections. */
+		(void)close_range(3, ~0U, 0);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+			_exit(1);
 		sigemptyset(&none);
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
 		(void)signal(SIGTERM, SIG_DFL);
@@ -397,6 +405,13 @@ int task_start(Task *t, char *err, size_t errlen)
 		if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0 ||
 		    dup2(errp[1], STDERR_FILENO) < 0)
 			_exit(127);
+		sigset_t none;
+
+		/* The shim's event loop blocks what it reads from a signalfd. */
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
+		(void)signal(SIGINT, SIG_DFL);
+		(void)signal(SIGPIPE, SIG_DFL);
 		(void)setsid();
 		execv(argv[0], (char *const *)argv);
 		dprintf(STDERR_FILENO, "containerd-shim-berth-v2: cannot run %s: %m\n", argv[0]);
@@ -443,12 +458,23 @@ void task_cleanup(Task *t)
 	t->egress = NULL;
 }
 
+int task_vm_name(const char *ns, const char *id, char *ret, size_t size)
+{
+	_cleanup_free_ char *key = NULL;
+	char hex[SHA256_HEX_LEN + 1];
+
+	if (asprintf(&key, "%s/%s", ns, id) < 0 || sha256_buffer_hex(key, strlen(key), hex) < 0)
+		return -ENOMEM;
+	return (size_t)snprintf(ret, size, "ctr-%.16s", hex) >= size ? -ENAMETOOLONG : 0;
+}
+
 int task_state_disk(const char *ns, const char *id, char *ret, size_t size)
 {
 	_cleanup_free_ char *home = berth_home();
+	char name[32];
 
-	if (!home ||
-	    (size_t)snprintf(ret, size, "%s/containerd/ctr-%s-%s.img", home, ns, id) >= size)
+	if (task_vm_name(ns, id, name, sizeof(name)) < 0 || !home ||
+	    (size_t)snprintf(ret, size, "%s/containerd/%s.img", home, name) >= size)
 		return -ENAMETOOLONG;
 	return 0;
 }

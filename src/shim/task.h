@@ -80,5 +80,7 @@ void task_cleanup(Task *t);
 /* The same for a bundle whose shim is gone (the delete subcommand): berth-vmm killed if it
  * still serves the run dir there; @ns and @id name its state disk. */
 void task_cleanup_bundle(const char *bundle, const char *ns, const char *id);
-/* The state disk of task @id in namespace @ns, under ~/.berth/containerd. */
+/* The VM name of task @id in namespace @ns: ctr-<16 hex of sha256(ns/id)>. */
+int task_vm_name(const char *ns, const char *id, char *ret, size_t size);
+/* Its state disk, under ~/.berth/containerd. */
 int task_state_disk(const char *ns, const char *id, char *ret, size_t size);

@@ -51,7 +51,8 @@ static void drop_consumed(TtrpcReader *r)
 
 int ttrpc_reader_feed(TtrpcReader *r, const void *data, size_t n)
 {
-	const size_t cap = TTRPC_HEADER_SIZE + TTRPC_MESSAGE_MAX;
+	/* A whole frame, and the start of the next one read with it. */
+	const size_t cap = TTRPC_HEADER_SIZE + TTRPC_MESSAGE_MAX + TTRPC_READ_SLACK;
 	uint8_t *b;
 
 	drop_consumed(r);

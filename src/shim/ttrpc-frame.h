@@ -13,6 +13,7 @@
 
 #define TTRPC_HEADER_SIZE 10
 #define TTRPC_MESSAGE_MAX (4u << 20) /* ttrpc's own limit */
+#define TTRPC_READ_SLACK (64u << 10) /* what one read may bring beyond a whole frame */
 
 typedef enum TtrpcType {
 	TTRPC_REQUEST = 1,

@@ -14,7 +14,7 @@ for p in containerd ctr docker; do
 done
 require_artifacts
 new_home
-plan 23
+plan 25
 tag=$$
 state=/run/bctr$tag
 sock=$state.sock
@@ -22,7 +22,7 @@ ctrd=$BERTH_HOME/containerd
 A() { ctr -a "$sock" "$@"; }
 bundle() { echo "$state/io.containerd.runtime.v2.task/default/$1"; }
 # pgrep -f for [b]erth-vmm: the pattern does not match a shell whose own line holds it.
-vmm_of() { pgrep -f "[b]erth-vmm run --name ctr-default-$1 " ; }
+vmm_of() { pgrep -f "[b]erth-vmm run --name ctr-[0-9a-f]* --run-dir $(bundle "$1")/berth " ; }
 qemu_of() { pgrep -f "[q]emu-system-x86_64.*default/$1/berth/" ; }
 # gone ID: no berth-vmm, no QEMU, no bundle of task ID.
 gone() { [ -z "$(vmm_of "$1")" ] && [ -z "$(qemu_of "$1")" ] && [ ! -e "$(bundle "$1")" ]; }
@@ -32,6 +32,7 @@ cleanup() {
 		A task delete -f "$t" >/dev/null 2>&1
 		A container rm "$t" >/dev/null 2>&1
 	done
+	[ -n "${events_pid:-}" ] && kill "$events_pid" 2>/dev/null
 	[ -n "${ctrd_pid:-}" ] && kill "$ctrd_pid" 2>/dev/null && wait "$ctrd_pid" 2>/dev/null
 	umount -l "$state"/io.containerd.runtime.v2.task/*/*/rootfs 2>/dev/null
 	rm -rf "$state" "$sock" "$sock.ttrpc"
@@ -56,6 +57,8 @@ PATH=$bld/src/shim:$PATH BERTH_VMM=$vmm containerd --config "$ctrd/config.toml" 
 ctrd_pid=$!
 for ((i = 0; i < 100; i++)); do A version >/dev/null 2>&1 && break; sleep 0.1; done
 check "containerd answers" A version
+A events >"$ctrd/events.txt" 2>&1 &
+events_pid=$!
 import() {
 	"$berth" deploy "$1" --tag "$2" >"$BERTH_HOME/deploy.log" 2>&1 &&
 		docker save "$2" | A image import --base-name "${2%%:*}" - >/dev/null
@@ -87,6 +90,7 @@ if wait_rpc n1 notes add_note '{"text":"from containerd"}'; then ok "the app ans
 call_sock n1 notes list_notes
 says "  add_note, then list_notes has it" 'any(n["text"] == "from containerd" for n in r["notes"])'
 check "the task's pid is its berth-vmm" test "$(A task ls | awk '$1 == "n1" {print $2}')" = "$(vmm_of n1)"
+check "  named after a digest of namespace and id" test -e "$BERTH_HOME/containerd/ctr-$(printf 'default/n1' | sha256sum | cut -c1-16).img"
 wait_rpc p1 fileprobe write '{"path":"/workspace/fileprobe/a.txt","text":"in"}'
 says "the second app writes in its scope" 'r["ok"] is True'
 check "each is its own berth-vmm and QEMU" sh -c 'test -n "$1" -a -n "$2" -a -n "$3" -a -n "$4"' - \
@@ -104,7 +108,11 @@ for ((i = 0; i < 300; i++)); do A task ls | grep -qE '^n1 .*STOPPED' && break; s
 check "ctr task kill: the task stops (berth-vmm stops the VM on SIGTERM)" sh -c "ctr -a '$sock' task ls | grep -qE '^n1 .*STOPPED'"
 A task delete n1 >/dev/null 2>&1
 check "ctr task delete: no berth-vmm, no QEMU, no bundle or run dir left" gone n1
-check "nor its state disk" test ! -e "$BERTH_HOME/containerd/ctr-default-n1.img"
+# The VM's name: ctr- and 16 hex digits of sha256("<namespace>/<id>").
+n1_vm=ctr-$(printf 'default/n1' | sha256sum | cut -c1-16)
+check "nor its state disk ($n1_vm.img)" test ! -e "$BERTH_HOME/containerd/$n1_vm.img"
+check "the shim published the task's create, start, exit and delete to containerd" sh -c '
+	for t in create start exit delete; do grep -qE "/tasks/$t .*\"?n1" "$1" || exit 1; done' - "$ctrd/events.txt"
 "$berth" attest "$boot" >"$BERTH_HOME/attest.json" 2>&1
 check "the boot's evidence is where berth attest finds it (runtime berth-vmm, ACTIVE)" python3 -c '
 import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not(r["boot"]["runtime"]=="berth-vmm" and r["enforcement"]["status"]=="ACTIVE"))' "$BERTH_HOME/attest.json"
@@ -136,5 +144,5 @@ check "a privileged spec is refused" sh -c "echo '$out' | grep -q 'the spec asks
 out=$(A run -d --mount type=bind,src=/etc,dst=/hostetc,options=rbind:ro --runtime io.containerd.berth.v2 "$notes" x3 2>&1)
 check "a host mount is refused" sh -c "echo '$out' | grep -q 'the spec mounts /etc from the host at /hostetc'"
 check "and nothing of them is left running" sh -c 'test -z "$1" -a -z "$2"' - \
-	"$(pgrep -f '[c]ontainerd-shim-berth-v2')" "$(pgrep -f '[b]erth-vmm run --name ctr-default-x')"
+	"$(pgrep -f '[c]ontainerd-shim-berth-v2')" "$(pgrep -f '[b]erth-vmm run --name ctr-')"
 finish

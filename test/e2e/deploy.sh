@@ -10,7 +10,7 @@
 command -v docker >/dev/null || skip_all "no docker program: install docker.io (scripts/setup.sh does)"
 require_artifacts
 new_home
-plan 19
+plan 21
 cleanup() {
 	for c in ${started:-}; do docker rm -f "$c" >/dev/null 2>&1; done
 	docker rmi -f berth-e2e-deploy-notes:1 berth-e2e-deploy-probe:1 berth-test-mismatch:0.1.0 >/dev/null 2>&1
@@ -77,6 +77,12 @@ says "berth rpc --socket: add_note, then list_notes has it" 'any(n["text"] == "f
 check "the app runs confined in it (Landlock FullyEnforced, its own uid)" sh -c "
 	docker logs berth-e2e-deploy-notes 2>&1 | grep -q '^\[notes\] \[agent-init\] running \"notes\" as uid 10000' &&
 	docker logs berth-e2e-deploy-notes 2>&1 | grep -q '^\[notes\] \[agent-init\] landlock restrict_self() status: ruleset=FullyEnforced'"
+docker restart berth-e2e-deploy-notes >/dev/null
+for ((i = 0; i < 100; i++)); do
+	out=$("$berth" rpc notes --socket notes-rpc/notes.sock --export list_notes 2>&1) && break
+	sleep 0.1
+done
+says "docker restart: the app comes back with its plan, and /workspace kept its note" 'any(n["text"] == "from a deployed image" for n in r["notes"])'
 docker stop berth-e2e-deploy-notes >/dev/null
 check "docker stop: berth-init stops the app and the container exits 0" \
 	test "$(docker inspect --format '{{.State.ExitCode}}' berth-e2e-deploy-notes)" = 0
@@ -94,6 +100,10 @@ says "a deployed app writes in its scope" 'r["ok"] is True'
 out=$("$berth" rpc fileprobe --socket fileprobe-rpc/fileprobe.sock --export write --input '{"path":"/etc/deployed","text":"x"}' 2>&1)
 says "and gets EACCES outside it" 'r["ok"] is False and r["error"] == "EACCES"'
 
+rc=0
+docker run --rm --network=none "$image" >"$BERTH_HOME/unconfined.log" 2>&1 || rc=$?
+check "run with Docker's default capabilities, berth-init refuses to boot, saying how to run it" \
+	sh -c 'test "$1" != 0 && grep -q "the container has more capabilities than berth-init needs" "$2"' - "$rc" "$BERTH_HOME/unconfined.log"
 out_app=$BERTH_HOME/outbound
 cp -r "$src/test/e2e/fixtures/outbound" "$out_app"
 rc=0

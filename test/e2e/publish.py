@@ -99,18 +99,20 @@ def http_get(port, host="127.0.0.1", timeout=20):
 
 
 def unix_get(path, timeout=20):
+    """The reply to one request; b"" when the far end closed first (a refused stream may
+    close before the request is even written)."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(timeout)
+    data = b""
     try:
         s.connect(path)
         s.sendall(b"GET /sock HTTP/1.1\r\nHost: x\r\n\r\n")
-        data = b""
         while True:
             chunk = s.recv(65536)
             if not chunk:
                 return data
             data += chunk
-    except (ConnectionResetError, socket.timeout):
+    except (ConnectionResetError, BrokenPipeError, socket.timeout):
         return data
     finally:
         s.close()
@@ -184,10 +186,7 @@ def vmm_publish(home, apps):
     # is up; a connection before that is closed at once. Wait for the channel, bounded.
     reply = b""
     for _ in range(100):
-        try:
-            reply = unix_get(path)
-        except BrokenPipeError:
-            reply = b""
+        reply = unix_get(path)
         if reply:
             break
         time.sleep(0.1)

@@ -124,7 +124,8 @@ test("own VM: tools, a kernel denial explained, the VM stopped when the client g
 
 	// A write inside the workspace works; a write to /etc is the kernel's refusal, explained.
 	let r = await client.callTool({ name: "write_file", arguments: { path: "hello.txt", content: "hi" } });
-	assert.ok(!r.isError, text(r));
+	// berth mcp's own log says why a boot failed: keep it with the failure.
+	assert.ok(!r.isError, `${text(r)}\n--- berth mcp's standard error ---\n${log.text}`);
 	assert.match(log.text, /calls wait for the VM/);
 	assert.match(log.text, /booting "filesystem" in VM berth-mcp-filesystem/);
 	assert.match(log.text, /kernel enforcement in this VM: enforced/);

@@ -14,7 +14,7 @@ for p in containerd ctr docker; do
 done
 require_artifacts
 new_home
-plan 27
+plan 25
 tag=$$
 state=/run/bctr$tag
 sock=$state.sock
@@ -27,7 +27,7 @@ qemu_of() { pgrep -f "[q]emu-system-x86_64.*default/$1/berth/" ; }
 # gone ID: no berth-vmm, no QEMU, no bundle of task ID.
 gone() { [ -z "$(vmm_of "$1")" ] && [ -z "$(qemu_of "$1")" ] && [ ! -e "$(bundle "$1")" ]; }
 cleanup() {
-	for t in n1 p1 a1 pod1 x1 x2 x3; do
+	for t in n1 p1 pod1 x1 x2 x3; do
 		A task kill -s SIGKILL "$t" >/dev/null 2>&1
 		A task delete -f "$t" >/dev/null 2>&1
 		A container rm "$t" >/dev/null 2>&1
@@ -126,18 +126,6 @@ for ((i = 0; i < 300; i++)); do
 done
 check "a shim killed with -9: containerd's delete removes its berth-vmm, QEMU and bundle" gone p1
 A container rm p1 >/dev/null 2>&1
-
-# --- attached: the fifos ------------------------------------------------------------------------
-A run --runtime io.containerd.berth.v2 "$notes" a1 >"$BERTH_HOME/a1.out" 2>&1 &
-attached=$!
-wait_rpc a1 notes list_notes >/dev/null
-A task kill a1
-rc=0
-wait "$attached" || rc=$?
-check "ctr run attached: the app's log comes through containerd's fifo" grep -q '^\[notes\] \[agent-init\] running "notes" as uid 10000' "$BERTH_HOME/a1.out"
-check "  and ctr run ends with the task's exit status: 0, for a VM stopped on SIGTERM (got $rc)" test "$rc" = 0
-A task delete a1 >/dev/null 2>&1
-A container rm a1 >/dev/null 2>&1
 
 # --- a pod's sandbox container -----------------------------------------------------------------
 A run -d --annotation io.kubernetes.cri.container-type=sandbox --runtime io.containerd.berth.v2 "$notes" pod1 >/dev/null 2>&1

@@ -261,25 +261,8 @@ static int docker_stop(Engine *e)
 	return 0;
 }
 
-static int docker_wait(Engine *e, int *ret_status)
-{
-	int status;
-
-	if (e->pid <= 0)
-		return -ECHILD;
-	for (;;) {
-		if (waitpid(e->pid, &status, 0) >= 0)
-			break;
-		if (errno != EINTR)
-			return -errno;
-	}
-	e->pid = 0;
-	*ret_status = status;
-	return 0;
-}
-
 const EngineOps engine_docker_ops = {
 	.start = docker_start,
 	.stop = docker_stop,
-	.wait = docker_wait,
+	.wait = engine_wait_child,
 };

@@ -273,7 +273,7 @@ static int qemu_stop(Engine *e)
 	return RET_NERRNO(kill(e->pid, SIGKILL));
 }
 
-static int qemu_wait(Engine *e, int *ret_status)
+int engine_wait_child(Engine *e, int *ret_status)
 {
 	int status;
 
@@ -293,7 +293,7 @@ static int qemu_wait(Engine *e, int *ret_status)
 const EngineOps engine_qemu_ops = {
 	.start = qemu_start,
 	.stop = qemu_stop,
-	.wait = qemu_wait,
+	.wait = engine_wait_child,
 };
 
 void engine_done(Engine *e)

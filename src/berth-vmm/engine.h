@@ -106,6 +106,8 @@ extern const EngineOps engine_docker_ops;
  * the secrets, and a container that never started never read it. */
 void engine_docker_forget_boot_file(const char *host_dir);
 
+/* Wait for the engine's child (QEMU, or the docker client) to end: EngineOps.wait of both. */
+int engine_wait_child(Engine *e, int *ret_status);
 /* An engine that has started nothing yet. */
 void engine_init(Engine *e, const EngineOps *ops);
 const char *accel_to_string(Accel a);

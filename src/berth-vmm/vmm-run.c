@@ -1012,6 +1012,16 @@ static int build_vm_config(Vmm *v)
 	return vmm_config_cold(v, v->boot_reason);
 }
 
+/* Nothing opened yet: every descriptor cleanup() closes. */
+static void vmm_fds_init(Vmm *v)
+{
+	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
+	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
+		v->placeholder_fds[i] = -EBADF;
+	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
+		v->layers[k] = (Artifact){.fd = -EBADF};
+}
+
 static int prepare(Vmm *v)
 {
 	_cleanup_free_ char *vm_dir = NULL;
@@ -1020,11 +1030,7 @@ static int prepare(Vmm *v)
 	pid_t owner;
 	int r;
 
-	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
-	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
-		v->placeholder_fds[i] = -EBADF;
-	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
-		v->layers[k] = (Artifact){.fd = -EBADF};
+	vmm_fds_init(v);
 	v->name = strdup(v->args.name);
 	v->run_dir = v->args.run_dir ? strdup(v->args.run_dir) : berth_run_dir(v->args.name);
 	if (!v->name || !v->run_dir)
@@ -1150,11 +1156,7 @@ int vmm_plan_image(Vmm *v, const char *work_dir)
 	char err[512];
 	int r;
 
-	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
-	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
-		v->placeholder_fds[i] = -EBADF;
-	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
-		v->layers[k] = (Artifact){.fd = -EBADF};
+	vmm_fds_init(v);
 	v->run_dir = strdup(work_dir);
 	if (!v->run_dir)
 		return -ENOMEM;

@@ -307,6 +307,19 @@ int task_create(Task *t, const char *id, const char *ns, const char *bundle,
 	return 0;
 }
 
+/* The parent's side once @pid runs: the read ends of its output pipes, a pidfd. */
+static int task_running(Task *t, pid_t pid, int out[2], int errp[2])
+{
+	close(out[1]);
+	close(errp[1]);
+	t->out_fd = out[0];
+	t->err_fd = errp[0];
+	t->pid = pid;
+	t->pidfd = pidfd_open(pid, 0);
+	t->state = TASK_RUNNING;
+	return 0;
+}
+
 /* The pod's placeholder: waits for its signal, as the pause container does. */
 static int start_pod_sandbox(Task *t)
 {
@@ -333,14 +346,7 @@ static int start_pod_sandbox(Task *t)
 		for (;;)
 			pause();
 	}
-	close(out[1]);
-	close(errp[1]);
-	t->out_fd = out[0];
-	t->err_fd = errp[0];
-	t->pid = pid;
-	t->pidfd = pidfd_open(pid, 0);
-	t->state = TASK_RUNNING;
-	return 0;
+	return task_running(t, pid, out, errp);
 }
 
 int task_start(Task *t, char *err, size_t errlen)
@@ -417,14 +423,7 @@ int task_start(Task *t, char *err, size_t errlen)
 		dprintf(STDERR_FILENO, "containerd-shim-berth-v2: cannot run %s: %m\n", argv[0]);
 		_exit(127);
 	}
-	close(out[1]);
-	close(errp[1]);
-	t->out_fd = out[0];
-	t->err_fd = errp[0];
-	t->pid = pid;
-	t->pidfd = pidfd_open(pid, 0);
-	t->state = TASK_RUNNING;
-	return 0;
+	return task_running(t, pid, out, errp);
 }
 
 int task_kill(Task *t, int sig)

@@ -54,22 +54,8 @@ export BERTH_VMM_EGRESS_TEST_ALLOW_CIDR=198.51.100.0/24
 # --- the far end ---------------------------------------------------------------------------
 work=$BERTH_HOME/egress
 mkdir -p "$work"
-ip netns add "$ns"
-ip link add "$vhost" type veth peer name "$vns"
-ip link set "$vns" netns "$ns"
-ip addr add 198.51.100.1/24 dev "$vhost"
-ip link set "$vhost" up
-ip -n "$ns" addr add 198.51.100.2/24 dev "$vns"
-ip -n "$ns" link set "$vns" up
-ip -n "$ns" link set lo up
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=allowed.test \
-	-addext subjectAltName=DNS:allowed.test -keyout "$work/key.pem" -out "$work/cert.pem" >/dev/null 2>&1
-mkfifo "$work/origin.in"
-ip netns exec "$ns" python3 "$src/test/e2e/fixtures/egress-origin.py" 198.51.100.2 \
-	"$work/cert.pem" "$work/key.pem" <"$work/origin.in" >"$work/origin.out" 2>&1 &
-origin_pid=$!
-exec 9>"$work/origin.in"
-wait_for "$work/origin.out" '^ready' 20 || { not_ok "the origin servers start"; diag < "$work/origin.out"; exit 1; }
+netns_up
+egress_origin_up "$work" || { not_ok "the origin servers start"; diag < "$work/origin.out"; exit 1; }
 cat >"$work/hosts" <<EOF
 127.0.0.1 localhost
 198.51.100.2 allowed.test

@@ -78,14 +78,7 @@ mkca otherca
 mkleaf good testca 2
 mkleaf expired testca -1
 mkleaf untrusted otherca 2
-ip netns add "$ns"
-ip link add "$vhost" type veth peer name "$vns"
-ip link set "$vns" netns "$ns"
-ip addr add 198.51.100.1/24 dev "$vhost"
-ip link set "$vhost" up
-ip -n "$ns" addr add 198.51.100.2/24 dev "$vns"
-ip -n "$ns" link set "$vns" up
-ip -n "$ns" link set lo up
+netns_up
 mkfifo "$work/origin.in"
 ip netns exec "$ns" python3 "$src/test/e2e/fixtures/github-origin.py" 198.51.100.2 "$pki" \
 	<"$work/origin.in" >"$work/origin.out" 2>&1 &

@@ -117,3 +117,33 @@ says() {
 		echo "$out" | diag
 	fi
 }
+
+# netns_up: the network namespace $ns and a veth pair into it ($vhost here, $vns there),
+# 198.51.100.1 <-> 198.51.100.2: the far end for the egress tests. The caller's cleanup
+# deletes $vhost and $ns.
+netns_up() {
+	ip netns add "$ns"
+	ip link add "$vhost" type veth peer name "$vns"
+	ip link set "$vns" netns "$ns"
+	ip addr add 198.51.100.1/24 dev "$vhost"
+	ip link set "$vhost" up
+	ip -n "$ns" addr add 198.51.100.2/24 dev "$vns"
+	ip -n "$ns" link set "$vns" up
+	ip -n "$ns" link set lo up
+}
+
+# egress_origin_up WORK: fixtures/egress-origin.py in $ns on 198.51.100.2 (plain HTTP on
+# :80, HTTPS with a throwaway certificate for allowed.test, WORK/cert.pem, on :443 and
+# :8443), kept alive by fd 9 on WORK/origin.in; its pid in $origin_pid. Fails when it does
+# not say ready (its output is WORK/origin.out).
+egress_origin_up() {
+	local work=$1
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=allowed.test \
+		-addext subjectAltName=DNS:allowed.test -keyout "$work/key.pem" -out "$work/cert.pem" >/dev/null 2>&1
+	mkfifo "$work/origin.in"
+	ip netns exec "$ns" python3 "$src/test/e2e/fixtures/egress-origin.py" 198.51.100.2 \
+		"$work/cert.pem" "$work/key.pem" <"$work/origin.in" >"$work/origin.out" 2>&1 &
+	origin_pid=$!
+	exec 9>"$work/origin.in"
+	wait_for "$work/origin.out" '^ready' 20
+}

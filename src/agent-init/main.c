@@ -9,12 +9,19 @@
  *            refusal here simply exits 1 and the app never runs.
  *   confine_and_exec(): the irreversible part, straight-line, any failure is _exit(1).
  *
+ * The same code, built as libberth-confine.so (in-place.c), confines a pre-started runtime
+ * in place instead of exec'ing one: the Python runtime forked from the warm-start zygote
+ * (docs/warm-start.md). Then the last step closes what the exec would have closed and
+ * returns, and a process with more than one thread is refused, since Landlock confines
+ * only the calling thread.
+ *
  * See docs/confinement.md.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent-init.h"
 #include "audit.h"
 #include "inputs.h"
 #include "fileio.h"
@@ -79,6 +87,9 @@ typedef struct Confinement {
 /* berth-init's report pipe (BERTH_REPORT_FD): the audit lines go there too, on a channel
  * the app cannot write to, since it is closed at the exec. -1 when there is none. */
 static int report_fd = -1;
+
+/* Confining the calling process in place (libberth-confine.so) rather than exec'ing. */
+static bool in_place;
 
 static void write_all(int fd, const char *s, size_t len)
 {
@@ -169,7 +180,7 @@ static _noreturn_ void refuse(const char *app, int64_t now, bool required, const
 		    r ?: "out of memory", app);
 	else
 		say("FATAL: %s for \"%s\" — refusing to exec.", r ?: "out of memory", app);
-	exit(EXIT_FAILURE);
+	_exit(EXIT_FAILURE);
 }
 
 /*
@@ -229,8 +240,9 @@ static bool identity_is_final(const AppIdentity *id)
  * The irreversible sequence (STYLE 3.8). Everything it uses was prepared; every failure is
  * _exit(1) through die(). Order: capabilities (the bounding set needs CAP_SETPCAP, which
  * the uid change takes away), identity, fds, no_new_privs, Landlock, seccomp last, exec.
+ * In place, it returns instead of the exec, with the process as the exec would leave it.
  */
-static _noreturn_ void confine_and_exec(const Confinement *c)
+static void confine_and_exec(const Confinement *c)
 {
 	/* 1. Empty the bounding set and clear ambient and inheritable: no capability survives
 	 *    the exec, whether or not the app stays root. */
@@ -252,6 +264,11 @@ static _noreturn_ void confine_and_exec(const Confinement *c)
 		if (!identity_is_final(&c->id))
 			die(c, STEP_IDENTITY, EPERM,
 			    "the uid change did not take or is reversible (setuid(0) succeeded)");
+		/* The uid change made the process undumpable, which an exec would undo: the
+		 * app could not read its own /proc/self otherwise. Its memory is the image's
+		 * runtime and its own. */
+		if (in_place && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+			die(c, STEP_IDENTITY, errno, NULL);
 	}
 	emit(c->uid_lines);
 
@@ -278,6 +295,13 @@ static _noreturn_ void confine_and_exec(const Confinement *c)
 		die(c, STEP_SECCOMP_DATAGRAM, errno, NULL);
 	emit(c->seccomp_datagram_lines);
 
+	/* 7. In place: what the exec would close (every fd but stdio, the ruleset's and the
+	 *    report pipe among them), and the runtime goes on as the app. */
+	if (in_place) {
+		if (close_range(3, ~0U, 0) < 0)
+			die(c, STEP_FDS, errno, NULL);
+		return;
+	}
 	execve(c->exec_path, c->argv, environ);
 	say("failed to exec \"%s\": %s", c->argv[0], strerror(errno));
 	_exit(EXIT_FAILURE);
@@ -317,6 +341,22 @@ static int resolve_command(const char *cmd, char **ret)
 			return r;
 		p = end;
 	}
+}
+
+/* Landlock and the uid change confine the calling thread: in place, it must be the only one. */
+static int thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
 }
 
 static bool have_setpcap(void)
@@ -510,7 +550,7 @@ static void prepare_landlock(Confinement *c, bool required, CapabilityPolicy **p
 	c->ruleset_fd = rs->fd;
 }
 
-int main(int argc, char *argv[])
+int agent_init_run(int argc, char *argv[], bool confine_in_place)
 {
 	bool required = enforcement_required(getenv("BERTH_REQUIRE_ENFORCEMENT"));
 	_cleanup_free_ char *boot_id = printable(getenv("BERTH_BOOT_ID") ?: "unknown");
@@ -520,7 +560,8 @@ int main(int argc, char *argv[])
 	bool have_policy, no_network;
 	int r;
 
-	if (argc < 2) {
+	in_place = confine_in_place;
+	if (argc < 2 && !in_place) {
 		fputs("[agent-init] usage: agent-init <command> [args...]\n", stderr);
 		return EXIT_FAILURE;
 	}
@@ -549,7 +590,18 @@ int main(int argc, char *argv[])
 		refuse(c.app, c.now, required, reason);
 	}
 	c.cap_last = capability_last();
-	r = resolve_command(argv[1], &c.exec_path);
+	if (in_place) {
+		int n = thread_count();
+
+		if (n != 1) {
+			_cleanup_free_ char *reason = format(
+				"the runtime to confine in place has %d threads (%s), and Landlock "
+				"confines only the calling one",
+				n, n < 0 ? strerror(-n) : "more than one");
+			refuse(c.app, c.now, true, reason);
+		}
+	}
+	r = in_place ? 0 : resolve_command(argv[1], &c.exec_path);
 	if (r < 0) {
 		say("failed to exec \"%s\": %s", argv[1], strerror(-r));
 		return EXIT_FAILURE;
@@ -565,4 +617,12 @@ int main(int argc, char *argv[])
 		refuse(c.app, c.now, required, "out of memory");
 	fflush(stderr);
 	confine_and_exec(&c);
+	return EXIT_SUCCESS;
 }
+
+#ifndef AGENT_INIT_LIBRARY
+int main(int argc, char *argv[])
+{
+	return agent_init_run(argc, argv, false);
+}
+#endif

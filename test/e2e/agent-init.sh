@@ -375,6 +375,60 @@ audit "app_uid_applied says so" 'ev["app_uid_applied"]["dropped"] is False' \
 	'ev["app_uid_applied"]["detail"] == "no BERTH_APP_UID — running as root"' \
 	'ev["app_uid_applied"]["uid"] == 0'
 
+# --- in place: the same confinement for a runtime that is already running ------------------
+# libberth-confine.so, as the warm Python runtime calls it (src/berth-init/python-zygote.py):
+# a Python confines itself, checks what an exec would have done, then execs the probe,
+# which inherits the restrictions and reports them. Not in a sanitized build (no library).
+lib=$bld/src/agent-init/libberth-confine.so
+if [ -f "$lib" ]; then
+	cat >"$T/bin/in-place" <<EOF
+#!/usr/bin/python3
+import ctypes, os, sys, threading, time
+if os.environ.get("INPLACE_THREAD"):
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+extra = os.open("/dev/null", os.O_RDONLY)
+os.set_inheritable(extra, True)
+ctypes.CDLL("$lib").berth_confine_in_place()
+try:
+    os.fstat(extra)
+    print("inplace-fds: open", flush=True)
+except OSError:
+    print("inplace-fds: closed", flush=True)
+libc = ctypes.CDLL(None)
+print("inplace-dumpable: %d" % libc.prctl(3, 0, 0, 0, 0), flush=True)  # PR_GET_DUMPABLE
+print("inplace-uid: %d" % os.getuid(), flush=True)
+os.execv(sys.argv[1], sys.argv[1:])
+EOF
+	chmod 0755 "$T/bin/in-place"
+	run inplace "$T/bin/in-place" "$T/writes.json" -- \
+		write="$T/ws/f2" write="$T/outside/f2" ids status fds setuid0 udp unshare-user mount="$T/ws"
+	exits 0 "in place: the confined runtime ran on"
+	says "in place: an inherited descriptor is closed, as an exec would" "inplace-fds: closed"
+	says "in place: the process is dumpable again, as after an exec" "inplace-dumpable: 1"
+	says "in place: the runtime itself runs as the app uid" "inplace-uid: $APP_UID"
+	says "in place: write inside a declared write path" "write=$T/ws/f2: ok"
+	says "in place: write outside is refused by Landlock" "write=$T/outside/f2: EACCES"
+	says "in place: the app uid, gid and groups" \
+		"ids: uid=$APP_UID euid=$APP_UID gid=$APP_UID egid=$APP_UID groups=9999,$APP_UID"
+	says "in place: the bounding set is empty" "status: CapBnd:	0000000000000000"
+	says "in place: no effective capability" "status: CapEff:	0000000000000000"
+	says "in place: no_new_privs is set" "status: NoNewPrivs:	1"
+	says "in place: a seccomp filter is on" "status: Seccomp:	2"
+	says "in place: setuid(0) fails" "setuid0: EPERM"
+	says "in place: no UDP socket without a network capability" "udp: EPERM"
+	says "in place: unshare(CLONE_NEWUSER) is refused" "unshare-user: EPERM"
+	says "in place: mount is refused" "mount=$T/ws: EPERM"
+	audit "in place: the audit records of an exec'd app, in their order" \
+		'[l["event"] for l in lines] == ["capabilities_dropped", "app_uid_applied", "capability_policy_applied", "namespace_seccomp_filter", "network_seccomp_filter"]' \
+		'ev["capabilities_dropped"]["dropped"] is True' 'ev["app_uid_applied"]["dropped"] is True' \
+		'ev["capability_policy_applied"]["ruleset"] == "FullyEnforced"'
+	run inplace-threads "$T/bin/in-place" "$T/writes.json" INPLACE_THREAD=1 -- write="$marker"
+	exits 1 "in place: a runtime with a second thread is refused"
+	logs "in place: the refusal says why" "has 2 threads"
+	check "in place: nothing ran after the refusal" test ! -e "$marker"
+	check "in place: the refused runtime printed nothing of its own" test ! -s "$T/inplace-threads.out"
+fi
+
 rc=0
 "$ai" >"$T/usage.out" 2>"$T/usage.err" || rc=$?
 err=$T/usage.err

@@ -29,6 +29,7 @@
 #include "journal.h"
 #include "macros.h"
 #include "publish-relay.h"
+#include "zygote.h"
 
 #define OUTPUT_LINE_MAX (16 * 1024)
 #define REPORT_BYTES_MAX (64 * 1024) /* of agent-init's reports, per app */
@@ -980,6 +981,46 @@ static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd, int report
 	_exit(127);
 }
 
+static void env_done(Env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i]);
+	e->n = 0;
+}
+
+/*
+ * A Python app in a restored VM: a fork of the warm runtime (zygote.h) instead of an exec
+ * of agent-init, confined by the same code before the app's first line. Returns the pid,
+ * or a negative errno when there is no warm runtime to fork, and the caller starts the app
+ * cold.
+ */
+static pid_t start_app_warm(const App *a, int out_fd, int err_fd, int report_fd)
+{
+	Env env = {};
+	int start_fd, r;
+	pid_t pid;
+
+	if (!a->python || !zygote_available())
+		return -ENOENT;
+	pid = zygote_fork(out_fd, err_fd, report_fd, &start_fd);
+	if (pid < 0)
+		return pid;
+	/* From here on the process is the app's: whatever fails, it exits and is reaped as
+	 * the app, having run nothing of it. */
+	r = build_env(a, &env);
+	if (r < 0) {
+		dprintf(err_fd,
+			"berth-init: the environment of \"%s\" does not fit (%d variables at "
+			"most); the app was not started: pass it fewer secrets\n",
+			a->name, ENV_MAX);
+		safe_close(start_fd);
+	} else
+		(void)zygote_start_app(start_fd, a->dir, a->conf.cgroup, strict_cgroups(), env.v,
+				       env.n);
+	env_done(&env);
+	return pid;
+}
+
 static void close_pipes(int p[][2], size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -991,6 +1032,7 @@ static void close_pipes(int p[][2], size_t n)
 static int start_app(App *a)
 {
 	int p[3][2] = {{-EBADF, -EBADF}, {-EBADF, -EBADF}, {-EBADF, -EBADF}}; /* out, err, rep */
+	bool warm;
 	pid_t pid;
 
 	for (size_t i = 0; i < ELEMENTSOF(p); i++)
@@ -1000,7 +1042,10 @@ static int start_app(App *a)
 			close_pipes(p, ELEMENTSOF(p));
 			return r;
 		}
-	pid = fork();
+	pid = start_app_warm(a, p[0][1], p[1][1], p[2][1]);
+	warm = pid > 0;
+	if (!warm)
+		pid = fork();
 	if (pid < 0) {
 		int r = -errno;
 
@@ -1017,9 +1062,10 @@ static int start_app(App *a)
 	(void)watch_output(a, &a->err, "stderr", p[1][0]);
 	(void)watch_output(a, &a->rep, "reports", p[2][0]);
 	journal_event("app_started",
-		      json_pack("{s:s, s:i, s:i, s:s, s:i}", "app", a->name, "pid", (int)pid, "uid",
-				(int)a->uid, "runtime", a->python ? "python" : "node", "port",
-				(int)(MUX_PORT_RPC_BASE + a->index)));
+		      json_pack("{s:s, s:i, s:i, s:s, s:i, s:s}", "app", a->name, "pid", (int)pid,
+				"uid", (int)a->uid, "runtime", a->python ? "python" : "node",
+				"port", (int)(MUX_PORT_RPC_BASE + a->index), "start",
+				warm ? "warm runtime" : "exec"));
 	return 0;
 }
 
@@ -1104,8 +1150,14 @@ void apps_launch(void (*none_started)(void))
 	bool browser =
 		browser_app >= 0 && apps[browser_app].state == APP_PENDING && browser_set_up();
 	unsigned context = context_daemons();
+	bool python = false;
 
 	launch_none_started = none_started;
+	/* The warm Python runtime holds memory a VM of Node apps has better uses for. */
+	for (unsigned i = 0; i < n_apps; i++)
+		python |= apps[i].python;
+	if (!python)
+		zygote_stop();
 	/* The daemons first: an app's first request must find its broker listening. */
 	if (!egress && !github && !browser && context == 0) {
 		launch_rest();

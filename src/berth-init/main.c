@@ -44,6 +44,7 @@
 #include "random-util.h"
 #include "resume.h"
 #include "secrets.h"
+#include "zygote.h"
 
 #define MUX_PORT_NAME "berth.mux"
 
@@ -272,6 +273,11 @@ static int resume_requested(const json_t *req, char *err, size_t errlen, void *u
  */
 static int template_phase(void)
 {
+	char why[256];
+
+	/* The warm Python runtime, imported here once for every VM restored from it. */
+	if (zygote_start(why, sizeof(why)) < 0)
+		journal_logf("no warm Python runtime: %s; Python apps start cold", why);
 	journal_event("template_ready", NULL);
 	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);
 	while (!resume_done()) {
@@ -332,7 +338,8 @@ static void reap_children(void)
 	/* PID 1 inherits every orphan: reap them all, known or not. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
 		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status) &&
-		    !github_child_exited(pid, status) && !browser_child_exited(pid, status))
+		    !github_child_exited(pid, status) && !browser_child_exited(pid, status) &&
+		    !zygote_child_exited(pid, status))
 			(void)context_child_exited(pid, status);
 }
 

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 31
+plan 37
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -82,15 +82,31 @@ check "each VM has its own kernel boot id" test "$(ida kernelBootId)" != "$(idb 
 check "each VM has its own Berth boot id, the one in its vm.json" \
 	test "$(ida berthBootId) $(idb berthBootId)" = "$(json_get "$(vmj alpha)" bootId) $(json_get "$(vmj beta)" bootId)" -a "$(ida berthBootId)" != "$(idb berthBootId)"
 check "each VM has its own random stream" test "$(ida random)" != "$(idb random)"
+check "and Python's random module its own, though both apps are forks of one warm runtime" \
+	test "$(ida pyRandom)" != "$(idb pyRandom)"
 check "each VM's clock is the host's" python3 -c 'import json,sys,time; sys.exit(not all(abs(json.load(open(f))["time"] - time.time()) < 30 for f in sys.argv[1:]))' "$BERTH_HOME/a.json" "$BERTH_HOME/b.json"
 check "the secret reached the VM it was given to, and not the other" test "$(ida hasToken) $(idb hasToken)" = "True False"
-check "apps run as their own uid, not root" test "$(ida uid)" != 0 -a "$(idb uid)" != 0
+check "apps run as their own uid, not root" test -n "$(ida uid)$(idb uid)" -a "$(ida uid)" != 0 -a "$(idb uid)" != 0
 rpc alpha remember '{"text":"kept by alpha"}' >/dev/null
 check "each VM has its own state" test "$(field alpha recall '' text)/$(field beta recall '' text)" = "kept by alpha/None"
 "$berth" vm status berth-dev-alpha >"$BERTH_HOME/status.txt" 2>&1
 check "berth vm status names the snapshot" grep -q "boot: restored from snapshot ${sha:0:12}" "$BERTH_HOME/status.txt"
 check "a restored VM's app is confined: Landlock refuses a write to /tmp" \
 	test "$(field alpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
+# started_as NAME: how berth-init started the app, from the guest's app_started event.
+started_as() {
+	control "berth-dev-$1" | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+print(" ".join(e.get("start", "?") for e in ev if e.get("event") == "app_started"))'
+}
+check "a restored VM's Python app is a fork of the warm runtime, not an exec" \
+	test "$(started_as alpha)" = "warm runtime"
+st=$(ida status)
+echo "# the warm runtime's app, /proc/self/status: $st"
+check "and it is confined as an exec'd app is: its uid, no capability, no_new_privs, seccomp" \
+	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$st"
+check "and it is berth-init's child, as an exec'd app is" test "$(ida ppid)" = 1
 alpha_boot=$(json_get "$(vmj alpha)" bootId)
 undev alpha
 undev beta
@@ -141,6 +157,10 @@ echo "# --cold: $(json_get "$(vmj alpha)" boot 2>&1)"
 check "berth dev --cold boots cold although a snapshot exists" \
 	test "$(boot_mode alpha) $(ls "$snapdir/vm.snap" 2>/dev/null)" = "cold $snapdir/vm.snap"
 check "berth dev --cold's ready line says boot" grep -q '^VM ready in [0-9]* ms (bundle [0-9]* ms, [a-z]*, boot [0-9]* ms)' "$BERTH_HOME/alpha.log"
+check "a cold VM's Python app is exec'd through agent-init" test "$(started_as alpha)" = exec
+rpc alpha identity >"$BERTH_HOME/a.json"
+check "and confined the same way" \
+	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$(ida status)"
 undev alpha
 no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
 check "no VM is left behind" no_vm_left

@@ -23,7 +23,7 @@ t1=$(now_ms)
 guest_bins=("$build/src/berth-init/berth-init" "$build/src/agent-init/agent-init"
 	"$build/src/egress-broker/egress-broker" "$build/src/github-broker/github-api-broker"
 	"$build/src/terminal-view/terminal-view" "$build/src/context-bus/context-bus"
-	"$build/src/semantic-fs/semantic-fs")
+	"$build/src/semantic-fs/semantic-fs" "$build/src/agent-init/libberth-confine.so")
 # The SDK sources are inputs of the image too.
 for b in "${guest_bins[@]}"; do
 	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
@@ -52,6 +52,10 @@ install -m 0755 -s "$build/src/semantic-fs/semantic-fs" "$tree/usr/sbin/semantic
 # itself, and the page it serves, with xterm.js from the root package.json's npm packages.
 # It links Debian's libwebsockets17, which packages.txt puts in the image.
 install -D -m 0755 -s "$build/src/terminal-view/terminal-view" "$tree/usr/libexec/berth/terminal-view"
+# The warm Python runtime of a restored VM (docs/warm-start.md): the zygote berth-init
+# starts in the template boot, and agent-init's confinement as a library, for its forks.
+install -D -m 0644 "$here/../../src/berth-init/python-zygote.py" "$tree/usr/libexec/berth/python-zygote.py"
+install -D -m 0644 -s "$build/src/agent-init/libberth-confine.so" "$tree/usr/libexec/berth/libberth-confine.so"
 view_assets="$tree/usr/share/berth/terminal-view"
 xterm="$here/../../node_modules/@xterm"
 [ -f "$xterm/xterm/lib/xterm.js" ] && [ -f "$xterm/addon-fit/lib/addon-fit.js" ] ||

@@ -29,6 +29,7 @@
 #include "journal.h"
 #include "macros.h"
 #include "publish-relay.h"
+#include "node-snapshot.h"
 #include "zygote.h"
 
 #define OUTPUT_LINE_MAX (16 * 1024)
@@ -974,8 +975,15 @@ static _noreturn_ void exec_app(const App *a, int out_fd, int err_fd, int report
 		execle(AGENT_INIT, "agent-init", "/usr/bin/python3", "-m", "berth_sdk.runtime",
 		       (char *)NULL, env.v);
 	} else {
+		const char *blob = node_snapshot_blob();
+
 		snprintf(runtime, sizeof(runtime), "%s/runtime.mjs", a->dir);
-		execle(AGENT_INIT, "agent-init", "/usr/bin/node", runtime, (char *)NULL, env.v);
+		if (blob)
+			execle(AGENT_INIT, "agent-init", "/usr/bin/node", "--snapshot-blob", blob,
+			       runtime, (char *)NULL, env.v);
+		else
+			execle(AGENT_INIT, "agent-init", "/usr/bin/node", runtime, (char *)NULL,
+			       env.v);
 	}
 	dprintf(STDERR_FILENO, "[berth-init] cannot exec %s: %m\n", AGENT_INIT);
 	_exit(127);
@@ -1065,7 +1073,9 @@ static int start_app(App *a)
 		      json_pack("{s:s, s:i, s:i, s:s, s:i, s:s}", "app", a->name, "pid", (int)pid,
 				"uid", (int)a->uid, "runtime", a->python ? "python" : "node",
 				"port", (int)(MUX_PORT_RPC_BASE + a->index), "start",
-				warm ? "warm runtime" : "exec"));
+				warm				     ? "warm runtime"
+				: !a->python && node_snapshot_blob() ? "exec, startup snapshot"
+								     : "exec"));
 	return 0;
 }
 

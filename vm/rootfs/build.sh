@@ -56,6 +56,9 @@ install -D -m 0755 -s "$build/src/terminal-view/terminal-view" "$tree/usr/libexe
 # starts in the template boot, and agent-init's confinement as a library, for its forks.
 install -D -m 0644 "$here/../../src/berth-init/python-zygote.py" "$tree/usr/libexec/berth/python-zygote.py"
 install -D -m 0644 -s "$build/src/agent-init/libberth-confine.so" "$tree/usr/libexec/berth/libberth-confine.so"
+# Node's startup snapshot, made in the template boot on a tmpfs over warm/ (node-snapshot.h).
+install -m 0644 "$here/../../src/berth-init/node-startup.js" "$tree/usr/libexec/berth/node-startup.js"
+install -d -m 0755 "$tree/usr/libexec/berth/warm"
 view_assets="$tree/usr/share/berth/terminal-view"
 xterm="$here/../../node_modules/@xterm"
 [ -f "$xterm/xterm/lib/xterm.js" ] && [ -f "$xterm/addon-fit/lib/addon-fit.js" ] ||

@@ -107,9 +107,11 @@ int zygote_start(char *why, size_t whylen)
 	zygote_fd = sv[0];
 	r = wait_readable(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC);
 	n = r < 0 ? r : read(zygote_fd, buf, sizeof(buf) - 1);
-	if (n <= 0 || !strneq(buf, "ready", 5)) {
+	if (n != 5 || memcmp(buf, "ready", 5) != 0) {
 		snprintf(why, whylen, "it did not say it was ready (%s)",
-			 n < 0 ? strerror((int)-n) : "it ended");
+			 n < 0	  ? strerror((int)-n)
+			 : n == 0 ? "it ended"
+				  : "it said something else");
 		zygote_stop();
 		return n < 0 ? (int)n : -EPROTO;
 	}

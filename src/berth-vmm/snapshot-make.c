@@ -85,10 +85,11 @@ static int wait_ready(Engine *e, Maker *m, int timeout_ms)
 		int64_t left = deadline - now_ms();
 
 		if (left <= 0)
-			return log_error_errno(-ETIME,
-					       "the template did not get ready within %d s (its console "
-					       "said last: %s)",
-					       timeout_ms / 1000, m->console_last);
+			return log_error_errno(
+				-ETIME,
+				"the template did not get ready within %d s (its console "
+				"said last: %s)",
+				timeout_ms / 1000, m->console_last);
 		if (poll(fds, 3, (int)left) < 0 && errno != EINTR)
 			return -errno;
 		if ((fds[0].revents & (POLLIN | POLLHUP)) &&
@@ -209,11 +210,10 @@ static int publish(const char *dir, int tmp, const char *sha, uint64_t size, con
 	    rename(next, final) < 0)
 		return log_error_errno(errno, "cannot put the snapshot in %s: %m", dir);
 	now_rfc3339(created, sizeof(created), false);
-	meta = json_pack("{s:i, s:s, s:o, s:s, s:I, s:s, s:s, s:I, s:I}", "schema",
-			 SNAPSHOT_SCHEMA, "kind", "berth.vm-snapshot", "key",
-			 snapshot_key_to_json(k), "sha256", sha, "size", (json_int_t)size,
-			 "createdAt", created, "kernelCmdline", cmdline, "makeMs",
-			 (json_int_t)make_ms, "templateReadyMs", (json_int_t)ready_ms);
+	meta = json_pack("{s:i, s:s, s:o, s:s, s:I, s:s, s:s, s:I, s:I}", "schema", SNAPSHOT_SCHEMA,
+			 "kind", "berth.vm-snapshot", "key", snapshot_key_to_json(k), "sha256", sha,
+			 "size", (json_int_t)size, "createdAt", created, "kernelCmdline", cmdline,
+			 "makeMs", (json_int_t)make_ms, "templateReadyMs", (json_int_t)ready_ms);
 	text = meta ? json_dumps(meta, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
 	if (!text || write_file_atomic(meta_path, text, strlen(text), 0600) < 0)
 		return log_error_errno(-EIO, "cannot write %s", meta_path);
@@ -229,9 +229,9 @@ static int make(const SnapshotKey *k, VmConfig *cfg, const char *dir, int ready_
 {
 	static const char *const names[2 + SNAPSHOT_APPS] = {"state", "boot", "app0",
 							     "app1",  "app2", "app3"};
-	static const uint64_t sizes[2 + SNAPSHOT_APPS] = {
-		SNAPSHOT_STATE_BYTES, SNAPSHOT_BOOT_BYTES, SNAPSHOT_APP_BYTES,
-		SNAPSHOT_APP_BYTES,   SNAPSHOT_APP_BYTES,  SNAPSHOT_APP_BYTES};
+	static const uint64_t sizes[2 + SNAPSHOT_APPS] = {SNAPSHOT_STATE_BYTES, SNAPSHOT_BOOT_BYTES,
+							  SNAPSHOT_APP_BYTES,	SNAPSHOT_APP_BYTES,
+							  SNAPSHOT_APP_BYTES,	SNAPSHOT_APP_BYTES};
 	_cleanup_free_ char *work = NULL, *mux = NULL, *qmp = NULL, *cmdline = NULL;
 	_cleanup_close_ int tmp = -EBADF;
 	int fds[2 + SNAPSHOT_APPS] = {-EBADF, -EBADF, -EBADF, -EBADF, -EBADF, -EBADF};
@@ -243,8 +243,7 @@ static int make(const SnapshotKey *k, VmConfig *cfg, const char *dir, int ready_
 	int r, status;
 
 	if (asprintf(&work, "%s/.make-%d", dir, (int)getpid()) < 0 ||
-	    asprintf(&mux, "%s/qemu-mux.sock", work) < 0 ||
-	    asprintf(&qmp, "%s/qmp.sock", work) < 0)
+	    asprintf(&mux, "%s/qemu-mux.sock", work) < 0 || asprintf(&qmp, "%s/qmp.sock", work) < 0)
 		return -ENOMEM;
 	remove_work_dir(work);
 	if (mkdir(work, 0700) < 0)
@@ -298,12 +297,27 @@ out:
 	return r;
 }
 
+/* An upgrade's old snapshots would otherwise stay on disk for good, a few hundred MiB each
+ * install. */
+static void prune_stale(const SnapshotKey *k)
+{
+	uint64_t bytes;
+	int n = snapshot_prune_stale(k, &bytes);
+
+	if (n < 0)
+		log_warning("cannot look for old snapshots to remove: %s", strerror(-n));
+	else if (n > 0)
+		printf("removed %d snapshot%s of other artifacts or another berth-vmm (%llu MiB)\n",
+		       n, n == 1 ? "" : "s", (unsigned long long)(bytes >> 20));
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: berth-vmm snapshot [--force] [--cpus N] [--mem MIB] [--accel auto|kvm|tcg]\n"
-		   "                          [--qemu PATH] [--artifacts DIR] [--timeout S]\n"
-		   "Boot a template VM and save it, so that VMs of this size start from it instead\n"
-		   "of booting (docs/warm-start.md).\n");
+	fprintf(f,
+		"usage: berth-vmm snapshot [--force] [--cpus N] [--mem MIB] [--accel auto|kvm|tcg]\n"
+		"                          [--qemu PATH] [--artifacts DIR] [--timeout S]\n"
+		"Boot a template VM and save it, so that VMs of this size start from it instead\n"
+		"of booting (docs/warm-start.md).\n");
 }
 
 int vmm_snapshot_main(int argc, char **argv)
@@ -347,7 +361,9 @@ int vmm_snapshot_main(int argc, char **argv)
 			break;
 		case O_MEM:
 			if (parse_uint_range(optarg, 128, 65536, &mem) < 0)
-				return log_error("--mem takes MiB from 128 to 65536, not '%s'", optarg), 2;
+				return log_error("--mem takes MiB from 128 to 65536, not '%s'",
+						 optarg),
+				       2;
 			break;
 		case O_ACCEL:
 			accel_flag = optarg;
@@ -360,8 +376,9 @@ int vmm_snapshot_main(int argc, char **argv)
 			break;
 		case O_TIMEOUT:
 			if (parse_uint_range(optarg, 10, 3600, &timeout_s) < 0)
-				return log_error("--timeout takes seconds from 10 to 3600, not '%s'",
-						 optarg),
+				return log_error(
+					       "--timeout takes seconds from 10 to 3600, not '%s'",
+					       optarg),
 				       2;
 			break;
 		case 'h':
@@ -394,7 +411,8 @@ int vmm_snapshot_main(int argc, char **argv)
 	vm_dir = berth_vm_dir();
 	if (!vm_dir || asprintf(&cache, "%s/accel.json", vm_dir) < 0)
 		return log_error_errno(-ENOMEM, "out of memory"), 1;
-	AccelHost host = {.artifacts = &art, .qemu = qemu, .host_sandbox = &hs, .cache_path = cache};
+	AccelHost host = {
+		.artifacts = &art, .qemu = qemu, .host_sandbox = &hs, .cache_path = cache};
 
 	r = accel_choose(&host, mode, source, &choice, err, sizeof(err));
 	if (r < 0) {
@@ -415,7 +433,8 @@ int vmm_snapshot_main(int argc, char **argv)
 		cfg.tsc_khz = host.tsc_khz > 0 ? host.tsc_khz : tsc_measure_khz();
 		if (cfg.tsc_khz < 0) {
 			artifacts_done(&art);
-			return log_error_errno((int)cfg.tsc_khz, "cannot measure the host TSC rate: %m"),
+			return log_error_errno((int)cfg.tsc_khz,
+					       "cannot measure the host TSC rate: %m"),
 			       1;
 		}
 	}
@@ -434,12 +453,14 @@ int vmm_snapshot_main(int argc, char **argv)
 	if (!force && snapshot_find(&key, &have, why, sizeof(why)) >= 0) {
 		printf("snapshot %.12s already made for this host (%s): %s\n", have.sha256,
 		       have.created_at, dir);
-		artifacts_done(&art);
-		return 0;
+		r = 0;
+	} else {
+		log_info("making a snapshot (%s, %u vCPUs, %u MiB) in %s",
+			 accel_to_string(cfg.accel), cpus, mem, dir);
+		r = make(&key, &cfg, dir, (int)timeout_s * 1000);
 	}
-	log_info("making a snapshot (%s, %u vCPUs, %u MiB) in %s", accel_to_string(cfg.accel),
-		 cpus, mem, dir);
-	r = make(&key, &cfg, dir, (int)timeout_s * 1000);
 	artifacts_done(&art);
+	if (r >= 0)
+		prune_stale(&key);
 	return r < 0 ? 1 : 0;
 }

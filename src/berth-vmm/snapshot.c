@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot store: keys, metadata, verified reads, placeholders (snapshot.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,6 +96,81 @@ void snapshot_remove(const char *dir)
 		(void)unlink(meta);
 }
 
+/* The key fields no later install can match again: the artifacts, berth-vmm and QEMU. */
+static bool same_pins(const json_t *a, const json_t *b)
+{
+	static const char *const fields[] = {"kernelSha256",   "initrdSha256", "rootfsSha256",
+					     "berthVmmSha256", "qemu",	       "qemuVersion"};
+
+	for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+		if (!json_equal(json_object_get(a, fields[i]), json_object_get(b, fields[i])))
+			return false;
+	return true;
+}
+
+/* Remove @dir's snapshot if its record names other pins than @want and no maker holds it.
+ * Returns the bytes freed, or 0. */
+static uint64_t prune_one(const char *dir, const json_t *want)
+{
+	_cleanup_free_ char *meta_path = NULL, *text = NULL, *lock_path = NULL, *snap = NULL;
+	_cleanup_(json_decrefp) json_t *meta = NULL;
+	_cleanup_close_ int lock = -EBADF;
+	struct stat st;
+	uint64_t bytes = 0;
+
+	if (asprintf(&meta_path, "%s/snapshot.json", dir) < 0 ||
+	    asprintf(&lock_path, "%s/.lock", dir) < 0 || asprintf(&snap, "%s/vm.snap", dir) < 0 ||
+	    read_full_file(meta_path, SNAPSHOT_META_MAX, &text, NULL) < 0)
+		return 0;
+	meta = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(json_object_get(meta, "key")) ||
+	    same_pins(json_object_get(meta, "key"), want))
+		return 0;
+	/* A maker at work there (another berth-vmm's install) keeps it. */
+	lock = open(lock_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return 0;
+	if (lstat(snap, &st) == 0 && S_ISREG(st.st_mode))
+		bytes = (uint64_t)st.st_size;
+	snapshot_remove(dir);
+	(void)unlink(lock_path);
+	(void)rmdir(dir);
+	return bytes;
+}
+
+int snapshot_prune_stale(const SnapshotKey *k, uint64_t *ret_bytes)
+{
+	_cleanup_(json_decrefp) json_t *want = snapshot_key_to_json(k);
+	_cleanup_free_ char *vm_dir = berth_vm_dir(), *root = NULL;
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	*ret_bytes = 0;
+	if (!want || !vm_dir || asprintf(&root, "%s/snapshots", vm_dir) < 0)
+		return -ENOMEM;
+	d = opendir(root);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *dir = NULL;
+		struct stat st;
+		uint64_t bytes;
+
+		if (de->d_name[0] == '.' || asprintf(&dir, "%s/%s", root, de->d_name) < 0)
+			continue;
+		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		bytes = prune_one(dir, want);
+		if (bytes > 0 || access(dir, F_OK) < 0) {
+			*ret_bytes += bytes;
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
 int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 {
 	_cleanup_free_ char *dir = snapshot_dir_for(k), *meta_path = NULL, *text = NULL;
@@ -125,14 +202,16 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 		return -ESTALE;
 	}
 	if (!json_equal(json_object_get(meta, "key"), want)) {
-		snprintf(why, whylen, "the snapshot in %s was made for other artifacts, another "
-				      "berth-vmm or QEMU, or another VM size; it was removed, and `berth vm "
-				      "install` makes a new one",
+		snprintf(why, whylen,
+			 "the snapshot in %s was made for other artifacts, another "
+			 "berth-vmm or QEMU, or another VM size; it was removed, and `berth vm "
+			 "install` makes a new one",
 			 dir);
 		snapshot_remove(dir);
 		return -ESTALE;
 	}
-	if (lstat(ret->path, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)size) {
+	if (lstat(ret->path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != (uint64_t)size) {
 		snprintf(why, whylen, "the snapshot file %s is missing or not the size recorded",
 			 ret->path);
 		snapshot_remove(dir);
@@ -187,8 +266,8 @@ int snapshot_open_verified(const Snapshot *s, char *why, size_t whylen)
 		snprintf(why, whylen,
 			 "the snapshot %s failed its check (sha256 %s, %llu bytes; recorded %s, "
 			 "%llu bytes): it was removed; `berth vm install` makes a new one",
-			 s->path, total == s->size ? got : "-", (unsigned long long)total, s->sha256,
-			 (unsigned long long)s->size);
+			 s->path, total == s->size ? got : "-", (unsigned long long)total,
+			 s->sha256, (unsigned long long)s->size);
 		snapshot_remove(s->dir);
 		return -EBADMSG;
 	}

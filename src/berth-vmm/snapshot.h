@@ -69,6 +69,14 @@ json_t *snapshot_key_to_json(const SnapshotKey *k);
 char *snapshot_dir_for(const SnapshotKey *k);
 
 /*
+ * snapshot_prune_stale() - remove the snapshots made for other artifacts, another berth-vmm
+ * or another QEMU than @k's, which nothing installed can restore again; those of other VM
+ * sizes stay, and so does one a maker holds locked. Returns how many were removed, with
+ * the bytes freed in @ret_bytes, or a negative errno.
+ */
+int snapshot_prune_stale(const SnapshotKey *k, uint64_t *ret_bytes);
+
+/*
  * snapshot_find() - the snapshot for @k: its snapshot.json names this key, and vm.snap is
  * there with the recorded size. Returns 0, or -ENOENT (none made yet) or -ESTALE (one
  * that does not match, removed) with why in @why.

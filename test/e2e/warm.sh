@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 45
+plan 47
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -143,8 +143,25 @@ check "the cold-booted VM works and kept its state" test "$(field alpha recall '
 check "the tampered snapshot is removed" test ! -e "$snapdir/vm.snap"
 undev alpha
 
+# --- An old install's snapshot (another root image) is removed by the next snapshot made;
+# those of the other VM sizes stay.
+stale=$BERTH_HOME/vm/snapshots/0123456789abcdef
+mkdir -m 0700 "$stale"
+python3 - "$snapdir/snapshot.json" "$stale/snapshot.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["key"]["rootfsSha256"] = "1" * 64
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+head -c 4096 /dev/zero >"$stale/vm.snap"
+sizes_before=$(ls "$BERTH_HOME/vm/snapshots" | grep -vc 0123456789abcdef)
+
 # --- One made for another berth-vmm: its record names other pins.
 "$vmm" snapshot >"$BERTH_HOME/snap2.log" 2>&1
+check "berth-vmm snapshot removes a snapshot made from other pins, and says so" \
+	sh -c "test ! -e '$stale' && grep -q '^removed 1 snapshot of other artifacts or another berth-vmm' '$BERTH_HOME/snap2.log'"
+check "and keeps the other VM sizes' snapshots" \
+	test "$(ls "$BERTH_HOME/vm/snapshots" | wc -l)" = "$sizes_before"
 python3 - "$snapdir/snapshot.json" <<'EOF'
 import json, sys
 p = sys.argv[1]

@@ -590,6 +590,12 @@ int agent_init_run(int argc, char *argv[], bool confine_in_place)
 		refuse(c.app, c.now, required, reason);
 	}
 	c.cap_last = capability_last();
+	/* In place, only the uid change clears the effective and permitted capabilities the
+	 * runtime holds (an exec would have dropped them): no identity, no confinement. */
+	if (in_place && !c.id.set)
+		refuse(c.app, c.now, true,
+		       "BERTH_APP_UID or BERTH_APP_GID is missing or not a valid id (not 0), and a "
+		       "runtime confined in place would keep root's capabilities");
 	if (in_place) {
 		int n = thread_count();
 

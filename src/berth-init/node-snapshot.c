@@ -57,8 +57,11 @@ int node_snapshot_start(char *why, size_t whylen)
 	}
 	builder = fork();
 	if (builder < 0) {
+		int r = -errno;
+
 		snprintf(why, whylen, "fork: %m");
-		return -errno;
+		(void)umount2(NODE_SNAPSHOT_DIR, MNT_DETACH);
+		return r;
 	}
 	if (builder == 0)
 		exec_builder();

@@ -44,6 +44,14 @@ def preload():
     return ctypes.CDLL(CONFINE_LIBRARY)
 
 
+def is_open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
 def read_start(sock):
     chunks, size = [], 0
     while True:
@@ -87,6 +95,11 @@ def become_app(confine, fds):
     os.dup2(report, 3)  # BERTH_REPORT_FD, closed by the confinement
     for fd in (out, err, report):
         os.close(fd)
+    # Nothing else is open: a descriptor a Python object still owned would be closed by the
+    # confinement and, collected later, close whatever of the app's reused its number.
+    for fd in (int(n) for n in os.listdir("/proc/self/fd")):
+        if fd > 3 and is_open(fd):
+            fail(f"descriptor {fd} is still open before the confinement")
     if cgroup:
         try:
             with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:

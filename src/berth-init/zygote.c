@@ -107,6 +107,8 @@ int zygote_start(char *why, size_t whylen)
 	zygote_fd = sv[0];
 	r = wait_readable(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC);
 	n = r < 0 ? r : read(zygote_fd, buf, sizeof(buf) - 1);
+	if (n < 0 && r >= 0)
+		n = -errno;
 	if (n != 5 || memcmp(buf, "ready", 5) != 0) {
 		snprintf(why, whylen, "it did not say it was ready (%s)",
 			 n < 0	  ? strerror((int)-n)
@@ -155,6 +157,8 @@ pid_t zygote_fork(int out_fd, int err_fd, int report_fd, int *ret_start)
 	if (r >= 0)
 		r = wait_readable(sv[0], ZYGOTE_FORK_TIMEOUT_MSEC);
 	n = r < 0 ? r : read(sv[0], line, sizeof(line) - 1);
+	if (n < 0 && r >= 0)
+		n = -errno;
 	if (n > 0) {
 		line[n] = 0;
 		errno = 0;

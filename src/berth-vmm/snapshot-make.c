@@ -460,7 +460,9 @@ int vmm_snapshot_main(int argc, char **argv)
 		r = make(&key, &cfg, dir, (int)timeout_s * 1000);
 	}
 	artifacts_done(&art);
-	if (r >= 0)
+	/* Not for other artifacts or another QEMU than the installed ones, whose own snapshots
+	 * the install still restores. */
+	if (r >= 0 && !artifacts_dir && !qemu_flag)
 		prune_stale(&key);
 	return r < 0 ? 1 : 0;
 }

@@ -132,9 +132,8 @@ static uint64_t prune_one(const char *dir, const json_t *want)
 		return 0;
 	if (lstat(snap, &st) == 0 && S_ISREG(st.st_mode))
 		bytes = (uint64_t)st.st_size;
+	/* The lock file stays: a maker may be waiting on it already. */
 	snapshot_remove(dir);
-	(void)unlink(lock_path);
-	(void)rmdir(dir);
 	return bytes;
 }
 
@@ -162,7 +161,7 @@ int snapshot_prune_stale(const SnapshotKey *k, uint64_t *ret_bytes)
 		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		bytes = prune_one(dir, want);
-		if (bytes > 0 || access(dir, F_OK) < 0) {
+		if (bytes > 0) {
 			*ret_bytes += bytes;
 			n++;
 		}

@@ -427,6 +427,9 @@ EOF
 	logs "in place: the refusal says why" "has 2 threads"
 	check "in place: nothing ran after the refusal" test ! -e "$marker"
 	check "in place: the refused runtime printed nothing of its own" test ! -s "$T/inplace-threads.out"
+	run inplace-root "$T/bin/in-place" "$T/writes.json" BERTH_APP_UID= BERTH_REQUIRE_ENFORCEMENT= -- write="$marker"
+	exits 1 "in place: no app uid is refused even without enforcement required (root's capabilities would stay)"
+	logs "in place: and says why" "would keep root's capabilities"
 fi
 
 rc=0

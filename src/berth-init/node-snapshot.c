@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Node startup snapshot of a template boot (node-snapshot.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "macros.h"
 #include "node-snapshot.h"
-#include "time-util.h"
+#include "template-exec.h"
 
 static pid_t builder = -1;
 static bool made;
@@ -30,18 +30,8 @@ static _noreturn_ void exec_builder(void)
 			      (char *)"--build-snapshot",
 			      (char *)NODE_SNAPSHOT_ENTRY,
 			      NULL};
-	char *const envp[] = {(char *)"PATH=/usr/local/bin:/usr/bin:/bin", (char *)"LANG=C.UTF-8",
-			      (char *)"HOME=/", NULL};
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	sigset_t none;
 
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-	    chdir("/") < 0)
-		_exit(126);
-	execve("/usr/bin/node", argv, envp);
-	_exit(127);
+	exec_template_program("/usr/bin/node", argv, -EBADF, -1);
 }
 
 int node_snapshot_start(char *why, size_t whylen)
@@ -70,23 +60,22 @@ int node_snapshot_start(char *why, size_t whylen)
 
 int node_snapshot_wait(char *why, size_t whylen)
 {
-	uint64_t deadline = now_usec() + NODE_SNAPSHOT_TIMEOUT_MSEC * USEC_PER_MSEC;
+	_cleanup_close_ int pidfd = -EBADF;
 	struct stat st;
-	int status = 0;
-	pid_t r;
+	int status = 0, r;
 
 	if (builder <= 0)
 		return -ENOENT;
-	/* A bounded wait: the builder is the only child that can end now. */
-	while ((r = waitpid(builder, &status, WNOHANG)) == 0 && now_usec() < deadline)
-		(void)usleep(20 * 1000);
-	if (r == 0) {
+	/* A bounded wait: past it, or without a pidfd to wait on, the builder is killed. */
+	pidfd = pidfd_open(builder, 0);
+	r = pidfd < 0 ? -errno : wait_fd_readable(pidfd, NODE_SNAPSHOT_TIMEOUT_MSEC);
+	if (r < 0)
 		(void)kill(builder, SIGKILL);
-		(void)waitpid(builder, &status, 0);
-		snprintf(why, whylen, "node did not make it in %d s",
-			 NODE_SNAPSHOT_TIMEOUT_MSEC / 1000);
-	} else if (r < 0)
+	if (waitpid(builder, &status, 0) < 0)
 		snprintf(why, whylen, "waitpid: %m");
+	else if (r < 0)
+		snprintf(why, whylen, "node did not make it in %d s (%s)",
+			 NODE_SNAPSHOT_TIMEOUT_MSEC / 1000, strerror(-r));
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		snprintf(why, whylen, "node --build-snapshot failed (status %d)", status);
 	else if (stat(NODE_SNAPSHOT_BLOB, &st) < 0 || st.st_size == 0)

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The warm Python runtime of a restored VM (zygote.h). */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +12,7 @@
 #include "fileio.h"
 #include "journal.h"
 #include "macros.h"
+#include "template-exec.h"
 #include "time-util.h"
 #include "zygote.h"
 
@@ -45,37 +44,11 @@ bool zygote_child_exited(pid_t pid, int status)
 	return true;
 }
 
-/* Wait up to @msec for @fd to be readable. */
-static int wait_readable(int fd, int msec)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	int r;
-
-	do
-		r = poll(&p, 1, msec);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
-	return r == 0 ? -ETIMEDOUT : 0;
-}
-
 static _noreturn_ void exec_zygote(int fd)
 {
 	char *const argv[] = {(char *)"python3", (char *)ZYGOTE_PROGRAM, NULL};
-	/* The locale and PATH of an app's environment: Python fixes its encodings at start. */
-	char *const envp[] = {(char *)"PATH=/usr/local/bin:/usr/bin:/bin", (char *)"LANG=C.UTF-8",
-			      (char *)"HOME=/", NULL};
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	sigset_t none;
 
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-	    dup2(fd, ZYGOTE_FD) < 0 || chdir("/") < 0)
-		_exit(126);
-	(void)setsid();
-	execve("/usr/bin/python3", argv, envp);
-	_exit(127);
+	exec_template_program("/usr/bin/python3", argv, fd, ZYGOTE_FD);
 }
 
 int zygote_start(char *why, size_t whylen)
@@ -105,7 +78,7 @@ int zygote_start(char *why, size_t whylen)
 		exec_zygote(sv[1]);
 	safe_close(sv[1]);
 	zygote_fd = sv[0];
-	r = wait_readable(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC);
+	r = wait_fd_readable(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC);
 	n = r < 0 ? r : read(zygote_fd, buf, sizeof(buf) - 1);
 	if (n < 0 && r >= 0)
 		n = -errno;
@@ -155,7 +128,7 @@ pid_t zygote_fork(int out_fd, int err_fd, int report_fd, int *ret_start)
 	safe_close(sv[1]);
 	/* "pid <n>\n", once the process is berth-init's child. */
 	if (r >= 0)
-		r = wait_readable(sv[0], ZYGOTE_FORK_TIMEOUT_MSEC);
+		r = wait_fd_readable(sv[0], ZYGOTE_FORK_TIMEOUT_MSEC);
 	n = r < 0 ? r : read(sv[0], line, sizeof(line) - 1);
 	if (n < 0 && r >= 0)
 		n = -errno;

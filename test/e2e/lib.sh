@@ -77,10 +77,12 @@ control() {
 vm_pid() { cat "$BERTH_HOME/run/vm/$1/berth-vmm.pid" 2>/dev/null; }
 qemu_pid() { pgrep -f "qemu-system-x86_64.*$BERTH_HOME/run/vm/$1/" | head -1; }
 
-# start_dev DIR LOG: run `berth dev` in DIR in the background, wait for "VM ready".
+# start_dev DIR LOG [ARGS...]: run `berth dev [ARGS...]` in DIR in the background, wait for
+# "VM ready"; its pid is $dev_pid.
 start_dev() {
 	local dir=$1 log=$2 i
-	(cd "$dir" && exec "$berth" dev >"$log" 2>&1) &
+	shift 2
+	(cd "$dir" && exec "$berth" dev "$@" >"$log" 2>&1) &
 	dev_pid=$!
 	for ((i = 0; i < 900; i++)); do
 		grep -q '^VM ready in' "$log" && return 0

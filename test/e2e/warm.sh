@@ -19,7 +19,7 @@ rand() { head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 # dev NAME [ARGS...]: `berth dev` of a copy of the identity fixture named NAME, in the
 # background, until "VM ready" (its log is $BERTH_HOME/NAME.log).
 dev() {
-	local name=$1 i
+	local name=$1
 	shift
 	mkdir -p "$BERTH_HOME/apps"
 	rm -rf "${BERTH_HOME:?}/apps/$name"
@@ -27,16 +27,18 @@ dev() {
 	sed -i "s/^name: identity/name: $name/" "$BERTH_HOME/apps/$name/berth.yml"
 	# The app's own files carry a marker the snapshot must never hold.
 	echo "# share marker: $marker" >>"$BERTH_HOME/apps/$name/src/app.py"
-	(cd "$BERTH_HOME/apps/$name" && exec "$berth" dev "$@" >"$BERTH_HOME/$name.log" 2>&1) &
-	pids+=($!)
-	eval "pid_$name=$!"
-	for ((i = 0; i < 900; i++)); do
-		grep -q '^VM ready in' "$BERTH_HOME/$name.log" && return 0
-		kill -0 "$(eval echo \$pid_$name)" 2>/dev/null || break
-		sleep 0.2
-	done
-	diag <"$BERTH_HOME/$name.log"
-	return 1
+	launch "$name" "$@"
+}
+# launch NAME [ARGS...]: `berth dev` of $BERTH_HOME/apps/NAME until "VM ready" (lib.sh's
+# start_dev), its pid as pid_NAME, its log $BERTH_HOME/NAME.log.
+launch() {
+	local name=$1 r=0
+	shift
+	start_dev "$BERTH_HOME/apps/$name" "$BERTH_HOME/$name.log" "$@" || r=1
+	pids+=("$dev_pid")
+	eval "pid_$name=$dev_pid"
+	[ "$r" = 0 ] || diag <"$BERTH_HOME/$name.log"
+	return "$r"
 }
 undev() {
 	local p
@@ -193,19 +195,9 @@ undev alpha
 # --- A Node app: restored, it starts from the template's Node startup snapshot; cold, not.
 # node_dev [ARGS...]: `berth dev` of a copy of apps/notes until "VM ready".
 node_dev() {
-	local i
 	rm -rf "$BERTH_HOME/apps/notes"
 	cp -r "$src/apps/notes" "$BERTH_HOME/apps/notes"
-	(cd "$BERTH_HOME/apps/notes" && exec "$berth" dev "$@" >"$BERTH_HOME/notes.log" 2>&1) &
-	pids+=($!)
-	pid_notes=$!
-	for ((i = 0; i < 900; i++)); do
-		grep -q '^VM ready in' "$BERTH_HOME/notes.log" && return 0
-		kill -0 "$pid_notes" 2>/dev/null || break
-		sleep 0.2
-	done
-	diag <"$BERTH_HOME/notes.log"
-	return 1
+	launch notes "$@"
 }
 check "a Node app boots in a restored VM" node_dev
 check "it started from the Node startup snapshot" test "$(started_as notes)" = "exec, startup snapshot"

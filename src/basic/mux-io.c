@@ -30,6 +30,9 @@ struct Bridge {
 	 * its eof is the peer's CLOSE, its shut that CLOSE passed on to @fd. */
 	Flow in;
 	bool local_eof; /* read() == 0 on @fd; CLOSE sent */
+	/* The stream is gone, but the peer had sent all of it (its CLOSE came): what is
+	 * buffered still goes to @fd, then EOF; nothing is read from @fd any more. */
+	bool draining;
 	Bridge *prev, *next;
 };
 
@@ -51,6 +54,9 @@ struct MuxIo {
 	EvSource *timer;
 	bool host_absent;
 	int down_error; /* transport failed; handled by the pump */
+	/* Writing hit EPIPE or ECONNRESET: the peer closed, but what it sent before that is
+	 * still ours to read. Output is dropped from here on; the read's EOF ends it. */
+	int write_error;
 
 	bool paused; /* local reads stopped: the output queue is over OUTPUT_HIGH */
 	bool pumping, repump;
@@ -115,9 +121,11 @@ static void bridge_free(Bridge *b)
 
 static void bridge_abort(Bridge *b, int error)
 {
-	log_debug_errno(error, "Stream %u (port %u): local end failed, aborting: %m",
-			mux_stream_get_id(b->stream), mux_stream_get_port(b->stream));
-	(void)mux_stream_abort(b->stream, error);
+	if (b->stream) {
+		log_debug_errno(error, "Stream %u (port %u): local end failed, aborting: %m",
+				mux_stream_get_id(b->stream), mux_stream_get_port(b->stream));
+		(void)mux_stream_abort(b->stream, error);
+	}
 	bridge_free(b);
 }
 
@@ -126,7 +134,7 @@ static void bridge_update(Bridge *b)
 	MuxIo *io = b->io;
 	uint32_t events = 0;
 
-	if (!b->local_eof && !io->paused && io->state == MUX_IO_READY &&
+	if (!b->local_eof && !b->draining && !io->paused && io->state == MUX_IO_READY &&
 	    mux_stream_get_credit(b->stream) > 0)
 		events |= EPOLLIN;
 	if (flow_wants_write(&b->in))
@@ -153,24 +161,53 @@ static int bridge_flush_local(Bridge *b)
 
 	if (n < 0)
 		return (int)n;
-	if (n > 0)
+	if (n > 0 && b->stream)
 		(void)mux_stream_ack(b->stream, (size_t)n);
 	(void)flow_pass_eof(&b->in, b->fd);
-	if (b->local_eof && b->in.shut) {
+	if ((b->local_eof || b->draining) && b->in.shut) {
 		bridge_free(b);
 		return 1;
 	}
 	return 0;
 }
 
+/*
+ * The stream was reset. Bytes the peer sent and ended with a CLOSE are delivered all the
+ * same, as a socket's are after its peer closed: a session that ends because the peer went
+ * away (a VM powering off after its last words) loses nothing that was sent in full. The
+ * bridge is cut from the stream and only writes what it holds, at most a window. A stream
+ * reset before its CLOSE was aborted, and its bytes go with it.
+ */
+static void bridge_on_reset(Bridge *b)
+{
+	int r;
+
+	if (!b->in.eof || b->in.shut) {
+		bridge_free(b);
+		return;
+	}
+	mux_stream_set_userdata(b->stream, NULL);
+	mux_stream_release(b->stream);
+	b->stream = NULL;
+	b->draining = true;
+	r = bridge_flush_local(b);
+	if (r < 0)
+		bridge_free(b);
+	else if (r == 0)
+		bridge_update(b);
+}
+
 /* Move one read's worth from the local fd into the stream. Returns 1 if the bridge is gone. */
 static int bridge_read_local(Bridge *b)
 {
 	MuxIo *io = b->io;
-	size_t want = MIN(mux_stream_get_credit(b->stream), sizeof(io->tmp));
+	size_t want;
 	ssize_t n, w;
 	int r;
 
+	if (b->draining)
+		return 0;
+	want = MIN(mux_stream_get_credit(b->stream), sizeof(io->tmp));
 	want = MIN(want, (size_t)mux_get_max_frame_out(io->mux));
 	if (want == 0 || b->local_eof)
 		return 0;
@@ -332,9 +369,14 @@ static void dispatch_event(MuxIo *io, const MuxEvent *ev)
 	case MUX_EVENT_WINDOW:
 		break;
 	case MUX_EVENT_OPEN_FAIL:
-	case MUX_EVENT_STREAM_RESET:
 		if (b)
 			bridge_free(b);
+		else
+			mux_stream_release(ev->stream);
+		return;
+	case MUX_EVENT_STREAM_RESET:
+		if (b)
+			bridge_on_reset(b);
 		else
 			mux_stream_release(ev->stream);
 		return;
@@ -375,7 +417,7 @@ static void transport_update(MuxIo *io)
 	}
 	if (mux_input_space(io->mux, &q) > 0)
 		events |= EPOLLIN;
-	if (mux_output(io->mux, &p) > 0)
+	if (mux_output(io->mux, &p) > 0 && io->write_error == 0)
 		events |= EPOLLOUT;
 	if (events == 0) {
 		(void)ev_source_set_enabled(io->transport, EV_OFF);
@@ -397,11 +439,18 @@ static size_t transport_flush(MuxIo *io)
 
 		if (len == 0)
 			break;
+		if (io->write_error != 0) {
+			mux_output_advance(io->mux, len); /* nobody reads it */
+			break;
+		}
 		n = write_nosignal(io->fd, io->fd_is_socket, p, len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno != EAGAIN)
+			if (io->fd_is_socket && (errno == EPIPE || errno == ECONNRESET))
+				/* Read on: the EOF comes after whatever the peer sent. */
+				io->write_error = -errno;
+			else if (errno != EAGAIN)
 				io->down_error = -errno;
 			break;
 		}
@@ -424,6 +473,7 @@ static void transport_close(MuxIo *io, int error)
 	const uint8_t *p;
 
 	io->host_absent = false;
+	io->write_error = 0;
 	io->transport = ev_source_free(io->transport);
 	io->fd = safe_close(io->fd);
 	(void)ev_source_set_enabled(io->timer, EV_OFF);
@@ -437,6 +487,7 @@ static void transport_down(MuxIo *io)
 	int error = io->down_error;
 
 	io->down_error = 0;
+	io->write_error = 0;
 	if (io->cfg.tolerate_eof) {
 		bool was_ready = mux_get_state(io->mux) == MUX_STATE_READY;
 
@@ -623,6 +674,7 @@ int mux_io_set_transport(MuxIo *io, int fd)
 	io->fd = fd;
 	io->fd_is_socket = fd_is_socket(fd);
 	io->down_error = 0;
+	io->write_error = 0;
 	mux_start(io->mux, -ECONNRESET);
 	set_state(io, MUX_IO_HANDSHAKE, 0);
 	timer_arm(io, io->cfg.hello_retry_usec);

@@ -75,6 +75,9 @@ struct Ctx {
 	unsigned readies, resets, disconnects, absents;
 	uint32_t epoch;
 	bool quit_when_quiet;
+	/* A peer process: quiet is not enough, it stays until the other side closes. Leaving
+	 * as soon as its own bytes are out would close on bytes the other side still acks. */
+	bool quit_when_closed;
 	void (*on_progress)(Ctx *c);
 };
 
@@ -358,7 +361,8 @@ static bool ctx_quiet(Ctx *c)
 
 static void ctx_check_quiet(Ctx *c)
 {
-	if (c->quit_when_quiet && ctx_quiet(c))
+	if (c->quit_when_quiet && ctx_quiet(c) &&
+	    (!c->quit_when_closed || mux_io_get_state(c->io) == MUX_IO_DISCONNECTED))
 		ev_exit(c->e, 0);
 }
 
@@ -371,10 +375,15 @@ static int on_post(EvSource *s, void *userdata)
 static int on_timeout(EvSource *s, uint64_t usec, void *userdata)
 {
 	Ctx *c = userdata;
+	MuxStats st;
 
-	TEST_FAIL("timeout (%s): done %u/%u early %u readies %u resets %u",
+	mux_get_stats(mux_io_get_mux(c->io), &st);
+	TEST_FAIL("timeout (%s): done %u/%u early %u readies %u resets %u; channel state %d, "
+		  "%u bridges, frames in %llu out %llu, stale %llu, protocol errors %llu",
 		  c->role == MUX_ROLE_HOST ? "host" : "guest", c->n_done, c->expect, c->n_early,
-		  c->readies, c->resets);
+		  c->readies, c->resets, (int)mux_io_get_state(c->io), mux_io_get_n_bridges(c->io),
+		  (unsigned long long)st.frames_in, (unsigned long long)st.frames_out,
+		  (unsigned long long)st.stale_frames, (unsigned long long)st.protocol_errors);
 	return 0;
 }
 
@@ -408,14 +417,16 @@ static void ctx_done(Ctx *c)
 		free(c->ends[i]);
 }
 
-/* A peer process: serves or opens streams until everything is done, then exits 0. */
+/* A peer process: serves or opens streams until everything is done and the other side has
+ * closed, then exits 0. */
 static _noreturn_ void run_peer(int fd, MuxRole role, unsigned n_streams, uint64_t size,
 				unsigned expect)
 {
 	Ctx c = {.n_streams = n_streams,
 		 .stream_size = size,
 		 .expect = expect ? expect : n_streams,
-		 .quit_when_quiet = true};
+		 .quit_when_quiet = true,
+		 .quit_when_closed = true};
 
 	ctx_init(&c, role, fd, 50 * USEC_PER_SEC);
 	ASSERT_OK(ev_loop(c.e));

@@ -168,9 +168,10 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 		argv_add(&b, "-qmp");
 		argv_add(&b, "unix:%s,server=on,wait=off", path ?: "");
 	}
-	/* Restored, the VM starts paused, as it was saved: the supervisor resumes it once the
-	 * whole snapshot is read and its hash checked. */
+	/* Restored, the VM stays paused (-S, whatever state the stream claims): the supervisor
+	 * resumes it once the whole snapshot is read and its hash checked. */
 	if (cfg->incoming_fd >= 0) {
+		argv_add(&b, "-S");
 		argv_add(&b, "-incoming");
 		argv_add(&b, "fd:%d", cfg->incoming_fd);
 	}

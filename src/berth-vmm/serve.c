@@ -474,8 +474,8 @@ static void qemu_last_words(Vmm *v, char *buf, size_t size)
 }
 
 /*
- * A restore: QEMU reads the snapshot, then waits, paused as the template was saved. Let it
- * run once it has all of it.
+ * A restore: QEMU reads the snapshot as we write it into its pipe, hashing it, then waits,
+ * paused (-S). Let it run once it has all of it and all of it matched.
  */
 static int resume_qemu(Vmm *v, char *err, size_t errlen)
 {
@@ -483,6 +483,12 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 	int64_t deadline = now_ms() + RESTORE_TIMEOUT_MS;
 	int r;
 
+	r = snapshot_stream(&v->snapshot, v->snapshot_fd, v->snapshot_pipe[1], deadline, err,
+			    errlen);
+	v->snapshot_fd = safe_close(v->snapshot_fd);
+	v->snapshot_pipe[1] = safe_close(v->snapshot_pipe[1]);
+	if (r < 0)
+		return r;
 	r = qmp_connect(v->qmp_path, RESTORE_TIMEOUT_MS, &q);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot reach QEMU's QMP socket (%s)", strerror(-r));
@@ -535,8 +541,8 @@ static int start_engine(Vmm *v)
 				       v->args.docker ? "the container" : "QEMU");
 	if (!v->restore)
 		return 0;
-	/* QEMU has its own copy of the snapshot's descriptor. */
-	v->snapshot_fd = safe_close(v->snapshot_fd);
+	/* QEMU has its own copy of the pipe's read end. */
+	v->snapshot_pipe[0] = safe_close(v->snapshot_pipe[0]);
 	v->vm.incoming_fd = -EBADF;
 	r = resume_qemu(v, err, sizeof(err));
 	if (r >= 0)

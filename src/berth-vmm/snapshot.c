@@ -3,11 +3,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macros.h"
 #include "paths.h"
+#include "time-util.h"
 #include "snapshot.h"
 
 #define COPY_CHUNK (1024 * 1024)
@@ -224,25 +225,74 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 	return 0;
 }
 
-int snapshot_open_verified(const Snapshot *s, char *why, size_t whylen)
+int snapshot_open_stream(const Snapshot *s, int ret_pipe[2], char *why, size_t whylen)
 {
-	_cleanup_close_ int in = open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), out = -EBADF;
-	_cleanup_(sha256_freep) Sha256 *h = sha256_new();
-	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
-	char got[65];
-	uint64_t total = 0;
+	_cleanup_close_ int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int p[2];
 
-	if (in < 0) {
+	if (fd < 0) {
 		snprintf(why, whylen, "cannot open %s: %s", s->path, strerror(errno));
 		return -errno;
 	}
-	out = memfd_create("berth-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (out < 0 || !h || !buf) {
-		snprintf(why, whylen, "cannot make room for the snapshot: %s", strerror(errno));
-		return out < 0 ? -errno : -ENOMEM;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(why, whylen, "cannot make a pipe for the snapshot: %s", strerror(errno));
+		return -errno;
+	}
+	/* Fewer wake-ups for both sides; the default size works too. */
+	(void)fcntl(p[1], F_SETPIPE_SZ, COPY_CHUNK);
+	/* Only our end: the write end's file description is not QEMU's read end's. */
+	if (fcntl(p[1], F_SETFL, O_NONBLOCK) < 0) {
+		snprintf(why, whylen, "cannot set up the snapshot pipe: %s", strerror(errno));
+		safe_close(p[0]);
+		safe_close(p[1]);
+		return -errno;
+	}
+	ret_pipe[0] = p[0];
+	ret_pipe[1] = p[1];
+	return TAKE_FD(fd);
+}
+
+/* Write all of @buf to the non-blocking @out by @deadline_ms. Returns 0 or -errno. */
+static int write_by(int out, const uint8_t *buf, size_t len, int64_t deadline_ms)
+{
+	while (len > 0) {
+		ssize_t n = write(out, buf, len);
+		struct pollfd pfd = {.fd = out, .events = POLLOUT};
+		int64_t left;
+
+		if (n >= 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		left = deadline_ms - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)MIN(left, (int64_t)INT32_MAX)) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+int snapshot_stream(const Snapshot *s, int fd, int out, int64_t deadline_ms, char *why,
+		    size_t whylen)
+{
+	_cleanup_(sha256_freep) Sha256 *h = sha256_new();
+	_cleanup_free_ uint8_t *buf = malloc(COPY_CHUNK);
+	int out_error = 0;
+	uint64_t total = 0;
+	char got[65];
+
+	if (!h || !buf) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
 	}
 	for (;;) {
-		ssize_t n = read(in, buf, COPY_CHUNK);
+		ssize_t n = read(fd, buf, COPY_CHUNK);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -255,28 +305,28 @@ int snapshot_open_verified(const Snapshot *s, char *why, size_t whylen)
 		total += (uint64_t)n;
 		if (total > s->size)
 			break;
-		if (sha256_update(h, buf, (size_t)n) < 0 || loop_write(out, buf, (size_t)n) < 0) {
-			snprintf(why, whylen, "cannot copy the snapshot (out of memory?): %s",
-				 strerror(errno));
+		if (sha256_update(h, buf, (size_t)n) < 0) {
+			snprintf(why, whylen, "cannot hash the snapshot: out of memory");
 			return -ENOMEM;
 		}
+		/* QEMU gone or stuck: hash the rest anyway, to say which of the two was bad. */
+		if (out_error == 0)
+			out_error = write_by(out, buf, (size_t)n, deadline_ms);
 	}
 	if (total != s->size || sha256_final_hex(h, got) < 0 || !streq(got, s->sha256)) {
 		snprintf(why, whylen,
 			 "the snapshot %s failed its check (sha256 %s, %llu bytes; recorded %s, "
-			 "%llu bytes): it was removed; `berth vm install` makes a new one",
+			 "%llu bytes)",
 			 s->path, total == s->size ? got : "-", (unsigned long long)total,
 			 s->sha256, (unsigned long long)s->size);
-		snapshot_remove(s->dir);
 		return -EBADMSG;
 	}
-	/* QEMU reads the copy from its start; nobody may change it now. */
-	if (lseek(out, 0, SEEK_SET) < 0 ||
-	    fcntl(out, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
-		snprintf(why, whylen, "cannot seal the snapshot copy: %s", strerror(errno));
-		return -errno;
+	if (out_error < 0) {
+		snprintf(why, whylen, "QEMU stopped reading the snapshot after %llu bytes: %s",
+			 (unsigned long long)total, strerror(-out_error));
+		return out_error;
 	}
-	return TAKE_FD(out);
+	return 0;
 }
 
 int snapshot_placeholder(const char *dir, const char *name, uint64_t size, bool readonly)

@@ -84,11 +84,20 @@ int snapshot_prune_stale(const SnapshotKey *k, uint64_t *ret_bytes);
 int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen);
 
 /*
- * snapshot_open_verified() - copy the snapshot into a sealed memfd, hashing as it goes, for
- * QEMU to read: what was hashed is what is restored, whatever happens to the file. Returns
- * the memfd, or -EBADMSG (the snapshot is removed then) or -errno with why in @why.
+ * snapshot_open_stream() - open the snapshot's file, and a pipe for QEMU to read it from
+ * (-incoming fd:, the read end in @ret_pipe[0]; the write end, @ret_pipe[1], is
+ * non-blocking). Returns the file's fd, or -errno with why in @why.
+ *
+ * snapshot_stream() - write the file into the pipe while QEMU reads it, hashing what is
+ * written: what was hashed is what QEMU has, whatever happens to the file meanwhile. QEMU
+ * (started with -S) holds the VM paused meanwhile, and nothing may let it run unless this
+ * returned 0. Returns -EBADMSG when the bytes do not match the recorded size and sha256
+ * (the caller removes the snapshot), -EPIPE or -ETIMEDOUT (by @deadline_ms) when QEMU stopped
+ * reading a snapshot that was sound, or -errno; why in @why.
  */
-int snapshot_open_verified(const Snapshot *s, char *why, size_t whylen);
+int snapshot_open_stream(const Snapshot *s, int ret_pipe[2], char *why, size_t whylen);
+int snapshot_stream(const Snapshot *s, int fd, int out, int64_t deadline_ms, char *why,
+		    size_t whylen);
 
 /* Remove a snapshot that must not be used again. */
 void snapshot_remove(const char *dir);

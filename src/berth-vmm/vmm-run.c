@@ -779,8 +779,8 @@ static const char *restore_excluded(const Vmm *v)
 /*
  * Start from this host's snapshot when there is a valid one: the template's devices, with
  * this VM's disks where it has them and empty placeholders (in the run dir) elsewhere,
- * and QEMU reading the snapshot from a sealed, verified copy. Otherwise say in
- * v->boot_reason why the VM boots cold.
+ * and QEMU reading the snapshot through a pipe, hashed as it goes (serve.c lets the VM run
+ * only once all of it matched). Otherwise say in v->boot_reason why the VM boots cold.
  */
 static int try_restore(Vmm *v)
 {
@@ -800,7 +800,7 @@ static int try_restore(Vmm *v)
 		return r;
 	r = snapshot_find(&key, &v->snapshot, why, sizeof(why));
 	if (r >= 0) {
-		r = snapshot_open_verified(&v->snapshot, why, sizeof(why));
+		r = snapshot_open_stream(&v->snapshot, v->snapshot_pipe, why, sizeof(why));
 		if (r >= 0)
 			v->snapshot_fd = r;
 	}
@@ -837,7 +837,7 @@ static int try_restore(Vmm *v)
 	if (asprintf(&v->qmp_path, "%s/qmp.sock", v->run_dir) < 0)
 		return -ENOMEM;
 	c->qmp_path = v->qmp_path;
-	c->incoming_fd = v->snapshot_fd;
+	c->incoming_fd = v->snapshot_pipe[0];
 	c->cmdline = v->snapshot.cmdline;
 	c->tsc_khz = 0; /* the template's kernel measured the clock it runs on */
 	v->snapshot_key = key;
@@ -875,6 +875,8 @@ int vmm_config_cold(Vmm *v, const char *reason)
 
 	v->restore = false;
 	v->snapshot_fd = safe_close(v->snapshot_fd);
+	v->snapshot_pipe[0] = safe_close(v->snapshot_pipe[0]);
+	v->snapshot_pipe[1] = safe_close(v->snapshot_pipe[1]);
 	if (reason != v->boot_reason) /* snprintf() must not copy onto itself */
 		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", reason);
 	c->incoming_fd = -EBADF;
@@ -1016,6 +1018,7 @@ static int build_vm_config(Vmm *v)
 static void vmm_fds_init(Vmm *v)
 {
 	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
+	v->snapshot_pipe[0] = v->snapshot_pipe[1] = -EBADF;
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
 		v->placeholder_fds[i] = -EBADF;
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
@@ -1133,6 +1136,8 @@ static void cleanup(Vmm *v)
 	safe_close(v->boot_fd);
 	safe_close(v->log_fd);
 	safe_close(v->snapshot_fd);
+	safe_close(v->snapshot_pipe[0]);
+	safe_close(v->snapshot_pipe[1]);
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
 		safe_close(v->placeholder_fds[i]);
 	free(v->qmp_path);

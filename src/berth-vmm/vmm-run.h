@@ -104,7 +104,8 @@ typedef struct Vmm {
 	bool restore;
 	Snapshot snapshot;
 	SnapshotKey snapshot_key; /* the pins it was made from, when restored */
-	int snapshot_fd;	  /* the verified, sealed copy QEMU restores from */
+	int snapshot_fd;	  /* the snapshot's file, streamed to QEMU by serve.c */
+	int snapshot_pipe[2];	  /* QEMU reads [0] (-incoming); serve.c writes [1] */
 	int placeholder_fds[2 + SNAPSHOT_APPS];
 	char *qmp_path;
 	char boot_reason[600]; /* a cold boot: why it did not restore */

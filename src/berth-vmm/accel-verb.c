@@ -97,7 +97,7 @@ int vmm_accel_main(int argc, char **argv)
 	if (r < 0)
 		return 1;
 	/* The probe boots the pinned kernel and initramfs, checked as for any VM. */
-	r = artifacts_open_verified(vm_dir, NULL, &art, err, sizeof(err));
+	r = artifacts_open_verified(vm_dir, NULL, false, &art, err, sizeof(err));
 	if (r < 0)
 		return log_error("%s", err), 1;
 

@@ -13,8 +13,22 @@
 #include "macros.h"
 #include "time-util.h"
 
-static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_match, char *err,
-		    size_t errlen)
+/* The refusal of an artifact that is not what its pin says. */
+static int mismatch(const Artifact *a, const Pin *pin, char *err, size_t errlen)
+{
+	snprintf(
+		err, errlen,
+		"%s %s does not match the pin this berth-vmm was built with:\n"
+		"  pinned:   %s\n  this file: %s\n"
+		"Refusing to boot it. Reinstall the pinned artifacts with 'berth vm install --force'.",
+		pin->name, a->path, pin->sha256, a->sha256);
+	return -EPERM;
+}
+
+/* @defer: open it and leave the hash to artifact_measured(), the pin's digest standing in
+ * until then (only for a pinned disk, which is refused unless they match). */
+static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_match, bool defer,
+		    char *err, size_t errlen)
 {
 	struct stat st;
 	long t0 = now_ms();
@@ -38,6 +52,12 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 		snprintf(err, errlen, "%s: %s is not a regular file", pin->name, path);
 		return -EBADFD;
 	}
+	if (defer && must_match) {
+		snprintf(a->sha256, sizeof(a->sha256), "%s", pin->sha256);
+		a->size = (uint64_t)st.st_size;
+		a->pending = true;
+		return 0;
+	}
 	r = sha256_fd_hex(a->fd, a->sha256, &a->size);
 	if (r < 0) {
 		snprintf(err, errlen, "%s: cannot read %s: %s", pin->name, path, strerror(-r));
@@ -45,20 +65,26 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 	}
 	a->hash_ms = now_ms() - t0;
 	a->pinned = streq(a->sha256, pin->sha256);
-	if (must_match && !a->pinned) {
-		snprintf(
-			err, errlen,
-			"%s %s does not match the pin this berth-vmm was built with:\n"
-			"  pinned:   %s\n  this file: %s\n"
-			"Refusing to boot it. Reinstall the pinned artifacts with 'berth vm install --force'.",
-			pin->name, path, pin->sha256, a->sha256);
-		return -EPERM;
-	}
+	if (must_match && !a->pinned)
+		return mismatch(a, pin, err, errlen);
 	return 0;
 }
 
-int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Artifacts *ret,
-			    char *err, size_t errlen)
+int artifact_measured(Artifact *a, ArtifactKind kind, const char *sha256, uint64_t size,
+		      long hash_ms, char *err, size_t errlen)
+{
+	const Pin *pin = pin_get(kind);
+
+	snprintf(a->sha256, sizeof(a->sha256), "%s", sha256);
+	a->size = size;
+	a->hash_ms = hash_ms;
+	a->pending = false;
+	a->pinned = streq(a->sha256, pin->sha256);
+	return a->pinned ? 0 : mismatch(a, pin, err, errlen);
+}
+
+int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, bool defer_rootfs,
+			    Artifacts *ret, char *err, size_t errlen)
 {
 	int r = 0;
 
@@ -72,7 +98,8 @@ int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Art
 		path = override ? strdup(rootfs_override) : pin_install_path(vm_dir, k);
 		if (!path)
 			return -ENOMEM;
-		r = open_one(&ret->a[k], path, pin_get(k), !override, err, errlen);
+		r = open_one(&ret->a[k], path, pin_get(k), !override,
+			     defer_rootfs && k == ARTIFACT_ROOTFS, err, errlen);
 	}
 	if (r < 0)
 		artifacts_done(ret);
@@ -93,7 +120,7 @@ void artifacts_done(Artifacts *a)
 		artifact_done(&a->a[k]);
 }
 
-int artifact_open_layer(const char *vm_dir, ArtifactKind kind, Artifact *ret, char *err,
+int artifact_open_layer(const char *vm_dir, ArtifactKind kind, bool defer, Artifact *ret, char *err,
 			size_t errlen)
 {
 	_cleanup_free_ char *path = NULL;
@@ -110,7 +137,7 @@ int artifact_open_layer(const char *vm_dir, ArtifactKind kind, Artifact *ret, ch
 	path = pin_install_path(vm_dir, kind);
 	if (!path)
 		return -ENOMEM;
-	r = open_one(ret, path, pin_get(kind), true, err, errlen);
+	r = open_one(ret, path, pin_get(kind), true, defer, err, errlen);
 	if (r == -ENOENT)
 		snprintf(err, errlen,
 			 "%s: %s is not installed. Install it with 'berth vm install --layer %s'",

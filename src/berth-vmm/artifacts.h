@@ -15,7 +15,8 @@ typedef struct Artifact {
 	char *path;
 	char sha256[65];
 	uint64_t size;
-	bool pinned; /* sha256 equals the compiled-in pin */
+	bool pinned;  /* sha256 equals the compiled-in pin */
+	bool pending; /* not hashed yet: sha256 is the pin's until artifact_measured() */
 	long hash_ms;
 } Artifact;
 
@@ -27,17 +28,24 @@ typedef struct Artifacts {
  * artifacts_open_verified() - open the kernel, initrd and root image installed under @vm_dir
  * for the compiled-in pins and check each against its pin.
  * @rootfs_override: a root image to boot instead (reported as not pinned), or NULL.
+ * @defer_rootfs: open the pinned root image but leave its check to artifact_measured()
+ * (measure.h): it is marked pending until then.
  * On a mismatch returns -EPERM and a message in @err naming the file and both hashes.
  */
-int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, Artifacts *ret,
-			    char *err, size_t errlen);
+int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, bool defer_rootfs,
+			    Artifacts *ret, char *err, size_t errlen);
+/* The digest of a pending artifact of @kind, measured: recorded, and checked against the
+ * pin as at its opening (-EPERM with the same message in @err). */
+int artifact_measured(Artifact *a, ArtifactKind kind, const char *sha256, uint64_t size,
+		      long hash_ms, char *err, size_t errlen);
 void artifacts_done(Artifacts *a);
 
 /*
  * artifact_open_layer() - open the layer @kind installed under @vm_dir and check it against
  * the compiled-in pin, as artifacts_open_verified() does the others. A build without that
- * layer's pin refuses it (-ENOENT). Close it with artifact_done().
+ * layer's pin refuses it (-ENOENT); @defer as for the root image. Close it with
+ * artifact_done().
  */
-int artifact_open_layer(const char *vm_dir, ArtifactKind kind, Artifact *ret, char *err,
+int artifact_open_layer(const char *vm_dir, ArtifactKind kind, bool defer, Artifact *ret, char *err,
 			size_t errlen);
 void artifact_done(Artifact *a);

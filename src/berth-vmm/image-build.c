@@ -207,7 +207,7 @@ int vmm_image_main(int argc, char **argv)
 	if (r >= 0 && !for_test)
 		r = check_standalone(&v);
 	if (r >= 0) {
-		r = artifacts_open_verified(vm_dir, NULL, &v.artifacts, err, sizeof(err));
+		r = artifacts_open_verified(vm_dir, NULL, false, &v.artifacts, err, sizeof(err));
 		if (r < 0)
 			log_error("%s", err);
 	}

@@ -489,6 +489,11 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 	v->snapshot_pipe[1] = safe_close(v->snapshot_pipe[1]);
 	if (r < 0)
 		return r;
+	/* The disks, measured while QEMU loaded the snapshot: the guest runs only on those
+	 * that matched. */
+	r = vmm_measure_finish(v, err, errlen);
+	if (r < 0)
+		return r;
 	r = qmp_connect(v->qmp_path, RESTORE_TIMEOUT_MS, &q);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot reach QEMU's QMP socket (%s)", strerror(-r));
@@ -528,6 +533,15 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 	return qmp_execute(q, "cont", NULL, RESTORE_TIMEOUT_MS, NULL, err, errlen);
 }
 
+/* A start refused for a reason the user must act on: said in the log, and to whoever waits
+ * for the VM (vmm_serve()), since the run dir and its log go with the VM. */
+static int refuse_start(Vmm *v, const char *why)
+{
+	free(v->failure);
+	v->failure = strdup(why);
+	return log_error("%s", why);
+}
+
 /* Start QEMU; a restore that fails falls back to a cold boot, and the snapshot is removed
  * to be made again. */
 static int start_engine(Vmm *v)
@@ -535,6 +549,12 @@ static int start_engine(Vmm *v)
 	char err[1024], why[2048], last[512];
 	int status, r;
 
+	r = vmm_measure_start(v);
+	if (r < 0)
+		return log_error_errno(r, "cannot start measuring the disks: %m");
+	/* A cold boot runs the guest as QEMU starts: its disks are checked first. */
+	if (!v->restore && vmm_measure_finish(v, err, sizeof(err)) < 0)
+		return refuse_start(v, err);
 	r = v->engine.ops->start(&v->engine, &v->vm);
 	if (r < 0)
 		return log_error_errno(r, "cannot start %s: %m",
@@ -549,6 +569,12 @@ static int start_engine(Vmm *v)
 		return 0;
 	(void)v->engine.ops->stop(&v->engine);
 	(void)v->engine.ops->wait(&v->engine, &status);
+	/* A disk that is not what its pin says is refused, restored or not: nothing of the
+	 * guest ran, and a cold boot would run the same disk. */
+	if (v->measured && vmm_measure_finish(v, err, sizeof(err)) < 0) {
+		engine_done(&v->engine);
+		return refuse_start(v, err);
+	}
 	qemu_last_words(v, last, sizeof(last));
 	engine_done(&v->engine);
 	engine_init(&v->engine, &engine_qemu_ops);
@@ -566,6 +592,8 @@ static int start_engine(Vmm *v)
 	r = vmm_config_cold(v, why);
 	if (r < 0)
 		return r;
+	if (vmm_measure_finish(v, err, sizeof(err)) < 0)
+		return refuse_start(v, err);
 	r = v->engine.ops->start(&v->engine, &v->vm);
 	return r < 0 ? log_error_errno(r, "cannot start QEMU: %m") : 0;
 }
@@ -1001,7 +1029,10 @@ int vmm_serve(Vmm *v, int ready_fd)
 	r = start(&s);
 	if (r < 0) {
 		if (ready_fd >= 0) {
-			dprintf(ready_fd, "error: see %s\n", v->log_path);
+			if (v->failure)
+				dprintf(ready_fd, "error: %s\n", v->failure);
+			else
+				dprintf(ready_fd, "error: see %s\n", v->log_path);
 			close(ready_fd);
 		}
 		if (v->engine.pid > 0)

@@ -398,7 +398,7 @@ int vmm_snapshot_main(int argc, char **argv)
 	vm_dir = artifacts_dir ? strdup(artifacts_dir) : berth_vm_dir();
 	if (!vm_dir)
 		return log_error_errno(-ENOMEM, "out of memory"), 1;
-	r = artifacts_open_verified(vm_dir, NULL, &art, err, sizeof(err));
+	r = artifacts_open_verified(vm_dir, NULL, false, &art, err, sizeof(err));
 	if (r < 0)
 		return log_error("%s", err), 1;
 	r = accel_settings(accel_flag, qemu_flag, &mode, source, sizeof(source), &qemu, err,

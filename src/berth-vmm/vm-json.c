@@ -19,8 +19,12 @@
 
 static json_t *artifact_json(const Artifact *a, const char *name)
 {
-	json_t *o = json_pack("{s:s, s:b, s:I, s:I}", "sha256", a->sha256, "pinned", a->pinned,
-			      "sizeBytes", (json_int_t)a->size, "hashMs", (json_int_t)a->hash_ms);
+	/* Until it is measured, a disk says only what it must turn out to be. */
+	json_t *o = a->pending ? json_pack("{s:b, s:s, s:I}", "pending", true, "pinnedSha256",
+					   a->sha256, "sizeBytes", (json_int_t)a->size)
+			       : json_pack("{s:s, s:b, s:I, s:I}", "sha256", a->sha256, "pinned",
+					   a->pinned, "sizeBytes", (json_int_t)a->size, "hashMs",
+					   (json_int_t)a->hash_ms);
 
 	if (o && (streq(name, "rootfs") || strneq(name, "layer-", 6))) {
 		json_object_set_new(o, "fstype", json_string("erofs"));
@@ -147,7 +151,12 @@ int vmm_write_state(Vmm *v, const char *state)
 			json_object_set_new(
 				measurements, artifact_kind_to_string(k),
 				artifact_json(&v->layers[k], artifact_kind_to_string(k)));
-	if (v->state_fd >= 0)
+	if (v->state_fd >= 0 && v->state_pending)
+		json_object_set_new(measurements, "state",
+				    json_pack("{s:s, s:I, s:b, s:b}", "path", v->args.state,
+					      "sizeBytes", (json_int_t)v->state_size, "created",
+					      v->state_created, "pending", true));
+	else if (v->state_fd >= 0)
 		json_object_set_new(measurements, "state",
 				    json_pack("{s:s, s:I, s:b, s:s, s:i, s:I, s:I}", "path",
 					      v->args.state, "sizeBytes", (json_int_t)v->state_size,

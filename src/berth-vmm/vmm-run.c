@@ -469,17 +469,9 @@ static int open_state_disk(Vmm *v)
 	}
 	v->state_fd = fd;
 	v->state_size = (uint64_t)st.st_size;
-	/* Measured before boot, for attestation: what the VM started from. */
-	{
-		int64_t t0 = now_ms();
-		int r;
-
-		r = sha256_chunked_fd_hex(fd, 1024 * 1024, v->state_sha256, &v->state_hashed_bytes);
-		if (r < 0)
-			return log_error_errno(r, "cannot measure the state disk %s: %m",
-					       v->args.state);
-		v->state_hash_ms = now_ms() - t0;
-	}
+	/* Measured for attestation, beside QEMU's start and before the guest runs
+	 * (vmm_measure_start()): what the VM started from. */
+	v->state_pending = true;
 	return 0;
 }
 
@@ -1017,6 +1009,7 @@ static int build_vm_config(Vmm *v)
 /* Nothing opened yet: every descriptor cleanup() closes. */
 static void vmm_fds_init(Vmm *v)
 {
+	v->measure = (Measure){.fd = -EBADF};
 	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
 	v->snapshot_pipe[0] = v->snapshot_pipe[1] = -EBADF;
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
@@ -1053,17 +1046,21 @@ static int prepare(Vmm *v)
 	vm_dir = v->args.artifacts ? strdup(v->args.artifacts) : berth_vm_dir();
 	if (!vm_dir)
 		return -ENOMEM;
-	r = artifacts_open_verified(vm_dir, v->args.rootfs, &v->artifacts, err, sizeof(err));
+	/* The kernel and the initramfs now, since QEMU parses them as it starts; the root
+	 * image and the layers, disks QEMU only reads for the guest, are checked beside its
+	 * start and before the guest runs (vmm_measure_finish()). A container's image is
+	 * made from the root image, which is checked now. */
+	r = artifacts_open_verified(vm_dir, v->args.rootfs, !v->args.docker, &v->artifacts, err,
+				    sizeof(err));
 	if (r < 0)
 		return log_error("%s", err);
 	for (int k = ARTIFACT_BASE_MAX; k < _ARTIFACT_KIND_MAX; k++) {
 		if (!(v->args.layers & (1u << k)))
 			continue;
-		r = artifact_open_layer(vm_dir, k, &v->layers[k], err, sizeof(err));
+		r = artifact_open_layer(vm_dir, k, !v->args.docker, &v->layers[k], err,
+					sizeof(err));
 		if (r < 0)
 			return log_error("%s", err);
-		log_info("%s %.12s verified in %ld ms", v->layers[k].path, v->layers[k].sha256,
-			 v->layers[k].hash_ms);
 	}
 
 	r = rundir_acquire(v->run_dir, &owner, &was_stale);
@@ -1117,8 +1114,91 @@ static int prepare(Vmm *v)
 	return build_vm_config(v);
 }
 
+int vmm_measure_start(Vmm *v)
+{
+	int fds[MEASURE_JOBS_MAX];
+	bool chunked[MEASURE_JOBS_MAX];
+	size_t n = 0;
+
+	for (int k = 0; k < _ARTIFACT_KIND_MAX && n < MEASURE_JOBS_MAX; k++) {
+		Artifact *a = k < ARTIFACT_BASE_MAX ? &v->artifacts.a[k] : &v->layers[k];
+
+		if (a->fd < 0 || !a->pending)
+			continue;
+		v->measure_kind[n] = k;
+		chunked[n] = false;
+		fds[n++] = a->fd;
+	}
+	if (v->state_fd >= 0 && v->state_pending && n < MEASURE_JOBS_MAX) {
+		v->measure_kind[n] = -1;
+		chunked[n] = true;
+		fds[n++] = v->state_fd;
+	}
+	if (n == 0)
+		return 0;
+	return measure_start(&v->measure, fds, chunked, n);
+}
+
+static int measure_check(Vmm *v, char *err, size_t errlen)
+{
+	int r;
+
+	if (v->measure.n == 0)
+		return 0;
+	r = measure_finish(&v->measure, now_ms() + MEASURE_TIMEOUT_MS);
+	if (r < 0) {
+		snprintf(err, errlen, "the disks could not be measured (%s)", strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < v->measure.n; i++) {
+		const MeasureResult *res = &v->measure.results[i];
+		int k = v->measure_kind[i];
+		Artifact *a = k < 0		      ? NULL
+			      : k < ARTIFACT_BASE_MAX ? &v->artifacts.a[k]
+						      : &v->layers[k];
+
+		if (res->error < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", a ? a->path : v->args.state,
+				 strerror(-res->error));
+			return res->error;
+		}
+		if (!a) {
+			snprintf(v->state_sha256, sizeof(v->state_sha256), "%s", res->sha256);
+			v->state_hashed_bytes = res->bytes;
+			v->state_hash_ms = (long)res->ms;
+			v->state_pending = false;
+			continue;
+		}
+		r = artifact_measured(a, (ArtifactKind)k, res->sha256, res->bytes, (long)res->ms,
+				      err, errlen);
+		if (r < 0)
+			return r;
+		if (k >= ARTIFACT_BASE_MAX)
+			log_info("%s %.12s verified in %ld ms", a->path, a->sha256, a->hash_ms);
+	}
+	return 0;
+}
+
+int vmm_measure_finish(Vmm *v, char *err, size_t errlen)
+{
+	if (!v->measured) {
+		int64_t t0 = now_ms();
+
+		v->measure_err[0] = '\0';
+		v->measure_r = measure_check(v, v->measure_err, sizeof(v->measure_err));
+		v->measured = true;
+		if (v->measure.n > 0)
+			log_info("%zu disk%s measured (waited %lld ms for %s)", v->measure.n,
+				 v->measure.n == 1 ? "" : "s", (long long)(now_ms() - t0),
+				 v->restore ? "them after the snapshot's load" : "them");
+	}
+	snprintf(err, errlen, "%s", v->measure_err);
+	return v->measure_r;
+}
+
 static void cleanup(Vmm *v)
 {
+	measure_cancel(&v->measure);
 	artifacts_done(&v->artifacts);
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
 		artifact_done(&v->layers[k]);

@@ -7,6 +7,7 @@
 
 #include "accel.h"
 #include "artifacts.h"
+#include "measure.h"
 #include "docker-image.h"
 #include "policy.h"
 #include "publish.h"
@@ -88,6 +89,12 @@ typedef struct Vmm {
 	char state_sha256[65]; /* chunked digest at boot (see sha256_chunked_fd_hex()) */
 	uint64_t state_hashed_bytes;
 	long state_hash_ms;
+	bool state_pending;		    /* not measured yet (measure.h) */
+	Measure measure;		    /* the disks measured while QEMU starts */
+	int measure_kind[MEASURE_JOBS_MAX]; /* each job's artifact kind; -1: the state disk */
+	bool measured;			    /* vmm_measure_finish() has answered: */
+	int measure_r;			    /* what, */
+	char measure_err[1024];		    /* and why */
 	int secrets_fd;
 	int boot_fd; /* the boot disk (boot-disk.h): unlinked, read-only to the guest */
 	VmConfig vm;
@@ -119,6 +126,13 @@ typedef struct Vmm {
 } Vmm;
 
 int vmm_run_main(int argc, char **argv);
+
+/* For serve.c: start measuring the disks prepare() left pending (the root image, the
+ * layers, the state disk) beside QEMU's start; then, before the guest may run, wait for
+ * them and check the pinned ones. 0, or a negative errno with @err set: -EPERM when one
+ * does not match its pin, which must stop the VM (a cold boot would run the same disk). */
+int vmm_measure_start(Vmm *v);
+int vmm_measure_finish(Vmm *v, char *err, size_t errlen);
 
 /* Compile @app's capability policy from its manifest (name and manifest set), in a VM of
  * @n_apps apps: policy, warnings and policy_sha256. 0 or -errno. */

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 47
+plan 52
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -209,5 +209,32 @@ check "which has no Node startup snapshot: plain exec" test "$(started_as notes)
 check "and answers the same" sh -c "'$berth' rpc notes --export list_notes 2>&1 | grep -q '\"notes\"'"
 undev notes
 no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
+# --- The disks a restored VM reads are measured while QEMU loads the snapshot.
+dev alpha
+check "a restored VM's root image and state disk are measured before it runs" \
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measurements"]; sys.exit(not(d["boot"]["mode"] == "restored" and m["rootfs"]["pinned"] and len(m["rootfs"]["sha256"]) == 64 and len(m["state"]["chunkedSha256"]) == 64 and not any("pending" in v for v in m.values() if isinstance(v, dict))))' "$(vmj alpha)"
+undev alpha
+rootfs=$(ls "$BERTH_HOME"/vm/rootfs/rootfs-*.erofs)
+cp "$rootfs" "$BERTH_HOME/rootfs.good"
+chmod u+w "$rootfs"
+printf '\x42' | dd of="$rootfs" bs=1 seek=8192 conv=notrunc status=none
+if dev alpha; then
+	not_ok "a tampered root image is refused, though a snapshot would restore"
+	diag <"$BERTH_HOME/alpha.log"
+	diag <"$BERTH_HOME/run/vm/berth-dev-alpha/vmm.log"
+	undev alpha
+else
+	if grep -q 'rootfs .* does not match the pin' "$BERTH_HOME/alpha.log"; then
+		ok "a tampered root image is refused, though a snapshot would restore"
+	else
+		not_ok "a tampered root image is refused, though a snapshot would restore"
+		diag <"$BERTH_HOME/alpha.log"
+	fi
+fi
+check "the restore had begun, and nothing of the guest ran" \
+	sh -c "grep -q 'restoring snapshot' '$BERTH_HOME/alpha.log' && ! grep -q 'berth-init' '$BERTH_HOME/alpha.log'"
+check "the snapshot is kept: the disk was wrong, not it" test -e "$snapdir/vm.snap"
+check "and no QEMU is left of it" no_vm_left
+cp "$BERTH_HOME/rootfs.good" "$rootfs"
 check "no VM is left behind" no_vm_left
 finish

@@ -556,6 +556,18 @@ static void sync_scan(Mux *m)
 			m->stats.sync_discarded += avail;
 			continue;
 		}
+		if (mux_header_decode(p, &h) == 0 && h.kind == MUX_KIND_RESET && h.stream == 0 &&
+		    m->cfg.role == MUX_ROLE_HOST && h.epoch == m->epoch) {
+			if (avail < MUX_HEADER_SIZE + h.length)
+				return;
+			/* The guest entered the session we offer and left it before its answer
+			 * reached us (a restored VM's port reopening under it, mux-io.c): it will
+			 * never enter that epoch again, so offer a new one. */
+			m->in_head += MUX_HEADER_SIZE + h.length;
+			m->stats.frames_in++;
+			handshake_begin(m);
+			continue;
+		}
 		if (mux_header_decode(p, &h) == 0 && h.kind == MUX_KIND_HELLO) {
 			if (avail < MUX_HEADER_SIZE + MUX_HELLO_SIZE)
 				return; /* wait for the rest of this candidate */

@@ -733,6 +733,43 @@ TEST(guest_eof_while_host_stays_recovers)
 	peers_free(&h, &g);
 }
 
+/*
+ * A restored VM's port flickers just after the guest answered the host's HELLO: the guest
+ * was in the session, its answer is lost with its output, and it tells the host under that
+ * epoch, which the host has not entered yet. The host offers a new session instead of
+ * repeating a HELLO the guest will never take again.
+ */
+TEST(guest_that_left_an_offered_session_gets_a_new_one)
+{
+	Peer h, g;
+	const uint8_t *buf;
+	uint32_t e1;
+	size_t n;
+
+	peer_init(&h, MUX_ROLE_HOST, 10, 0);
+	peer_init(&g, MUX_ROLE_GUEST, 0, 0);
+	mux_start(h.m, 0);
+	mux_start(g.m, 0);
+	e1 = mux_get_epoch(h.m);
+	ASSERT_TRUE(pump(&h, &g) > 0);
+	ASSERT_EQ(mux_get_state(g.m), MUX_STATE_READY);
+	ASSERT_EQ(mux_get_state(h.m), MUX_STATE_SYNC);
+	/* The port flickers: the guest's answer goes with its output. */
+	mux_start(g.m, -ECONNRESET);
+	mux_notify_reset(g.m);
+	n = mux_output(g.m, &buf);
+	ASSERT_TRUE(n > 0);
+	exchange(&g, &h);
+	/* The retry the transport's timer would send. */
+	mux_resend_hello(h.m);
+	exchange(&h, &g);
+	ASSERT_EQ(mux_get_state(h.m), MUX_STATE_READY);
+	ASSERT_EQ(mux_get_state(g.m), MUX_STATE_READY);
+	ASSERT_TRUE(mux_get_epoch(h.m) != e1);
+	ASSERT_EQ(mux_get_epoch(g.m), mux_get_epoch(h.m));
+	peers_free(&h, &g);
+}
+
 TEST(token_must_match)
 {
 	MuxConfig hc = {.role = MUX_ROLE_HOST, .test_epoch = 9, .token = {1, 2, 3}};

@@ -35,6 +35,7 @@
 #include "agent-init.h"
 #include "audit.h"
 #include "inputs.h"
+#include "listen-fd.h"
 #include "fileio.h"
 #include "filters.h"
 #include "macros.h"
@@ -91,6 +92,11 @@ static int report_fd = -1;
 /* Confining the calling process in place (libberth-confine.so) rather than exec'ing. */
 static bool in_place;
 
+/* BERTH_LISTEN_FD: a listening unix socket berth-init bound for a daemon it starts before
+ * the daemon listens itself (socket activation, docs/context.md). It is always fd 3 and
+ * the one descriptor beyond stdio that survives the exec; -1 when there is none. */
+static int listen_fd = -1;
+
 static void write_all(int fd, const char *s, size_t len)
 {
 	while (len > 0) {
@@ -132,6 +138,20 @@ static void take_report_fd(void)
 		(void)fcntl(report_fd, F_SETFD, FD_CLOEXEC);
 	}
 	(void)unsetenv("BERTH_REPORT_FD");
+}
+
+/* Kept only when BERTH_LISTEN_FD is "3" and fd 3 is a listening unix stream socket; the
+ * daemon reads the variable itself. Anything else is closed at the exec like the rest. */
+static void take_listen_fd(void)
+{
+	const char *v = getenv(LISTEN_FD_ENV);
+
+	if (!v)
+		return;
+	if (streq(v, "3") && !in_place && listen_fd_is_listening_unix(LISTEN_FD))
+		listen_fd = LISTEN_FD;
+	else
+		(void)unsetenv(LISTEN_FD_ENV);
 }
 
 static _printf_(1, 2) void say(const char *fmt, ...)
@@ -272,8 +292,10 @@ static void confine_and_exec(const Confinement *c)
 	}
 	emit(c->uid_lines);
 
-	/* 3. Only stdin, stdout and stderr reach the app. */
-	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	/* 3. Only stdin, stdout and stderr reach the app (and a daemon's listening socket). */
+	if (close_range(listen_fd >= 0 ? LISTEN_FD + 1 : 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		die(c, STEP_FDS, errno, NULL);
+	if (listen_fd >= 0 && fcntl(listen_fd, F_SETFD, 0) < 0)
 		die(c, STEP_FDS, errno, NULL);
 
 	/* 4. No setuid binary or file capability can undo steps 1 and 2; also what lets an
@@ -568,6 +590,7 @@ int agent_init_run(int argc, char *argv[], bool confine_in_place)
 	c.argv = argv + 1;
 	c.boot_id = boot_id ?: "unknown";
 	take_report_fd();
+	take_listen_fd();
 	app_identity_parse(getenv("BERTH_APP_UID"), getenv("BERTH_APP_GID"),
 			   getenv("BERTH_APP_SUPPLEMENTARY_GIDS"), &c.id);
 	/* Fail closed: an identity that is missing or does not parse means "stay root" only

@@ -42,7 +42,9 @@ static struct {
 		.uid = CONTEXT_BUS_UID,
 		.policy = BUS_POLICY,
 		.ready_line = "[context-bus] listening on ",
-		.listen = CONTEXT_BUS_SOCKET},
+		.listen = CONTEXT_BUS_SOCKET,
+		.socket = CONTEXT_BUS_SOCKET,
+		.socket_gid = BERTH_GROUP_GID},
 	.sfs = {.name = "semantic-fs",
 		.title = "semantic-fs",
 		.binary = SFS_BINARY,
@@ -50,7 +52,9 @@ static struct {
 		.uid = SEMANTIC_FS_UID,
 		.policy = SFS_POLICY,
 		.ready_line = "[semantic-fs] listening on ",
-		.listen = SEMANTIC_FS_SOCKET},
+		.listen = SEMANTIC_FS_SOCKET,
+		.socket = SEMANTIC_FS_SOCKET,
+		.socket_gid = BERTH_GROUP_GID},
 };
 
 bool context_bus_present(void)

@@ -16,6 +16,7 @@
 
 #include "daemon.h"
 #include "journal.h"
+#include "listen-fd.h"
 #include "parse-util.h"
 #include "policy.h"
 #include "macros.h"
@@ -42,14 +43,50 @@ static void ready_done(Daemon *d, bool ok, const char *why)
 	d->probe = ev_source_free(d->probe);
 	if (cb)
 		cb(ok, why, d->userdata);
+	else if (!ok && d->socket)
+		/* Activated: the apps started already; with the daemon gone, so is its socket,
+		 * and they are refused at connect. */
+		journal_logf("%s; its socket %s is closed", why, d->socket);
+}
+
+/* Bind and listen on @d->socket as root, for the daemon to take over (listen-fd.h). */
+static int bind_socket(const Daemon *d)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	mode_t old;
+	int fd, r;
+
+	if (strlen(d->socket) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, d->socket);
+	/* A stale socket from the template or a crashed daemon goes; nothing else may be
+	 * there. */
+	if (lstat(d->socket, &st) == 0 && (!S_ISSOCK(st.st_mode) || unlink(d->socket) < 0))
+		return -EEXIST;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chown(d->socket, 0, d->socket_gid) < 0 || chmod(d->socket, 0660) < 0 ||
+	    listen(fd, 128) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 static void now_ready(Daemon *d)
 {
 	d->state = DAEMON_READY;
+	/* activated: on the socket berth-init bound, which apps could connect to before. */
 	journal_event("daemon_started",
-		      json_pack("{s:s, s:i, s:i, s:s, s:s}", "daemon", d->name, "pid", (int)d->pid,
-				"uid", (int)d->uid, "app", d->app, "listen", d->listen));
+		      json_pack("{s:s, s:i, s:i, s:s, s:s, s:b}", "daemon", d->name, "pid",
+				(int)d->pid, "uid", (int)d->uid, "app", d->app, "listen", d->listen,
+				"activated", d->socket != NULL));
 	ready_done(d, true, NULL);
 }
 
@@ -166,6 +203,8 @@ static void build_env(const Daemon *d, const char *const *extra, const json_t *s
 	env_add(e, "BERTH_CAPABILITY_POLICY", d->policy);
 	env_add(e, "BERTH_APP_UID", uid);
 	env_add(e, "BERTH_APP_GID", uid);
+	if (d->listen_fd >= 0)
+		env_add(e, LISTEN_FD_ENV, "3");
 	for (size_t i = 0; extra && extra[i] && e->n < DAEMON_ENV_MAX; i++)
 		if ((e->v[e->n] = strdup(extra[i])))
 			e->n++;
@@ -205,6 +244,10 @@ static _noreturn_ void exec_daemon(const Daemon *d, const char *const *extra, co
 	for (size_t i = 0; d->args && d->args[i] && n < DAEMON_ARGS_MAX + 2; i++)
 		argv[n++] = d->args[i];
 	argv[n] = NULL;
+	/* Its socket, if berth-init bound it, is fd 3 and the one agent-init lets through. */
+	if (d->listen_fd >= 0 &&
+	    (dup2(d->listen_fd, LISTEN_FD) < 0 || fcntl(LISTEN_FD, F_SETFD, 0) < 0))
+		_exit(126);
 	execve(DAEMON_AGENT_INIT, (char *const *)argv, env.v);
 	dprintf(STDERR_FILENO, "[berth-init] cannot exec %s: %m\n", DAEMON_AGENT_INIT);
 	_exit(127);
@@ -233,9 +276,24 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 	d->loop = loop;
 	d->cb = cb;
 	d->userdata = userdata;
+	d->listen_fd = -EBADF;
+	if (d->socket) {
+		int r = bind_socket(d);
+
+		if (r < 0) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "cannot bind the %s's socket %s: %s", d->title,
+				 d->socket, strerror(-r));
+			ready_done(d, false, why);
+			return;
+		}
+		d->listen_fd = r;
+	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 		safe_close(out[0]);
 		safe_close(out[1]);
+		d->listen_fd = safe_close(d->listen_fd);
 		ready_done(d, false, "cannot make pipes for the daemon");
 		return;
 	}
@@ -245,6 +303,7 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 		safe_close(out[1]);
 		safe_close(err[0]);
 		safe_close(err[1]);
+		d->listen_fd = safe_close(d->listen_fd);
 		ready_done(d, false, "cannot fork the daemon");
 		return;
 	}
@@ -252,6 +311,8 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 		exec_daemon(d, extra, secrets, out[1], err[1]);
 	close(out[1]);
 	close(err[1]);
+	/* Only the daemon holds its socket: when it dies, connecting to it fails at once. */
+	d->listen_fd = safe_close(d->listen_fd);
 	d->pid = pid;
 	d->state = DAEMON_STARTING;
 	d->out = (DaemonStream){.owner = d, .name = "stdout", .fd = out[0]};
@@ -263,6 +324,15 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 	(void)ev_add_time_relative(loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout, d);
 	if (d->ready_connect)
 		(void)ev_add_time_relative(loop, &d->probe, DAEMON_PROBE_USEC, on_probe, d);
+	/* Activated: listening already, in the kernel's queue; the apps need not wait. The
+	 * timer stays, and a daemon that never takes its socket is still killed. */
+	if (d->socket) {
+		daemon_ready_t early = d->cb;
+
+		d->cb = NULL;
+		if (early)
+			early(true, NULL, userdata);
+	}
 }
 
 bool daemon_child_exited(Daemon *d, pid_t pid, int status)

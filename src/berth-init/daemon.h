@@ -59,7 +59,12 @@ typedef struct Daemon {
 	const char *ready_connect;
 	const char *const *args; /* its arguments after the binary, NULL-terminated, or NULL */
 	const char *listen;	 /* "127.0.0.1:8090", for daemon_started */
-	char app[33];		 /* the app it serves */
+	/* Socket activation (listen-fd.h): a unix socket path berth-init binds itself,
+	 * root:@socket_gid 0660, and hands the daemon as fd 3. @cb then follows once it is
+	 * bound, not once the daemon listens: whoever connects meanwhile is queued. */
+	const char *socket;
+	gid_t socket_gid;
+	char app[33]; /* the app it serves */
 	/* The daemon's own. */
 	EvLoop *loop;
 	DaemonState state;
@@ -68,6 +73,7 @@ typedef struct Daemon {
 	EvSource *timer, *probe;
 	daemon_ready_t cb;
 	void *userdata;
+	int listen_fd; /* the bound socket, until the daemon has it */
 } Daemon;
 
 /*

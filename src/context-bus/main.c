@@ -23,6 +23,7 @@
 
 #include "bus.h"
 #include "evloop.h"
+#include "listen-fd.h"
 #include "identity.h"
 #include "macros.h"
 #include "parse-util.h"
@@ -157,7 +158,16 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 	srv.loop = loop;
-	srv.fd = listen_unix(path, gid);
+	/* berth-init may have bound the socket for us, so that apps could connect before we
+	 * were up (listen-fd.h); otherwise we bind it. */
+	srv.fd = listen_fd_take();
+	if (srv.fd == -EBADF) {
+		bus_log("FATAL: BERTH_LISTEN_FD does not name a listening unix socket on fd 3");
+		bus_free(srv.bus);
+		return 1;
+	}
+	if (srv.fd < 0)
+		srv.fd = listen_unix(path, gid);
 	if (srv.fd < 0) {
 		bus_log("FATAL: cannot listen on %s: %s", path,
 			srv.fd == -EEXIST ? "something that is not a socket is there"

@@ -29,6 +29,7 @@
 
 #include "apps.h"
 #include "evloop.h"
+#include "listen-fd.h"
 #include "index.h"
 #include "macros.h"
 #include "parse-util.h"
@@ -512,7 +513,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.loop = loop;
-	lfd = listen_on(sock, (gid_t)gid);
+	/* berth-init may have bound the socket for us, so that apps could connect while we
+	 * indexed (listen-fd.h); otherwise we bind it. */
+	lfd = listen_fd_take();
+	if (lfd == -EBADF) {
+		say("FATAL: BERTH_LISTEN_FD does not name a listening unix socket on fd 3");
+		return 1;
+	}
+	if (lfd < 0)
+		lfd = listen_on(sock, (gid_t)gid);
 	if (lfd < 0) {
 		say("FATAL: cannot listen on %s: %s", sock, strerror(-lfd));
 		return 1;

@@ -179,6 +179,48 @@ says "no ambient capability" "status: CapAmb:	0000000000000000"
 says "no_new_privs is set" "status: NoNewPrivs:	1"
 says "a seccomp filter is on" "status: Seccomp:	2"
 says "only stdin, stdout and stderr reach the app" "fds: 0"
+
+# --- socket activation: the one descriptor let through, and only when it is what it says.
+# with_fd3 KIND NAME: run the probe's fds op under agent-init with fd 3 a listening unix
+# socket (KIND listening), a connected one (KIND connected) or /dev/null (KIND null), and
+# BERTH_LISTEN_FD=3.
+with_fd3() {
+	rc=0
+	python3 - "$1" "$T/listen-$2.sock" "$ai" "$T/writes.json" "$T/bin/probe" "$APP_UID" \
+		>"$T/$2.out" 2>"$T/$2.err" <<'EOF' || rc=$?
+import os, socket, sys
+kind, path, ai, pol, probe, uid = sys.argv[1:]
+if kind == "null":
+    fd = os.open("/dev/null", os.O_RDONLY)
+else:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    s = listener
+    if kind == "connected":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+    fd = s.fileno()
+os.dup2(fd, 3)
+os.set_inheritable(3, True)
+env = {"PATH": "/usr/bin:/bin", "BERTH_CAPABILITY_POLICY": pol, "BERTH_REQUIRE_ENFORCEMENT": "1",
+       "BERTH_APP_UID": uid, "BERTH_APP_GID": uid, "BERTH_BOOT_ID": "boot-e2e",
+       "BERTH_LISTEN_FD": "3"}
+os.execve(ai, [ai, probe, "fds", "env=BERTH_LISTEN_FD"], env)
+EOF
+	out=$T/$2.out
+	err=$T/$2.err
+}
+with_fd3 listening activated
+says "a listening unix socket named by BERTH_LISTEN_FD=3 reaches the daemon as fd 3" "fds: 1"
+says "and so does the variable that names it" "env=BERTH_LISTEN_FD: 3"
+with_fd3 connected not-listening
+says "a connected socket on fd 3 is closed at the exec, named or not" "fds: 0"
+says "and the variable is dropped" "env=BERTH_LISTEN_FD: unset"
+with_fd3 null not-a-socket
+says "so is a file on fd 3" "fds: 0"
+out=$T/writes.out
+err=$T/writes.err
 says "setuid(0) fails after the switch" "setuid0: EPERM"
 says "no UDP socket without a network capability" "udp: EPERM"
 says "no UDP over IPv6 either" "udp6: EPERM"

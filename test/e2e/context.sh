@@ -12,7 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 24
+plan 25
 trap 'kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 install_artifacts || { diag <"$BERTH_HOME/install.log"; exit 1; }
 shares=$BERTH_HOME/shares
@@ -48,6 +48,11 @@ if boot; then ok "a VM with four apps boots and every app is ready"; else not_ok
 check "berth-init runs the context bus and the /context index" python3 -c '
 import json,sys; c=json.load(open(sys.argv[1]))["vms"][0]["guest"]["context"]
 sys.exit(not(c["contextBus"]["state"] == "ready" and c["semanticFs"]["state"] == "ready"))' "$BERTH_HOME/status.json"
+check "berth-init bound both daemons' sockets and handed them over (socket activation)" python3 -c '
+import json,sys
+ev = [json.loads(l[l.index("{"):]) for l in open(sys.argv[1]) if "guest: {" in l]
+d = {e["daemon"]: e for e in ev if e.get("event") == "daemon_started"}
+sys.exit(not(d["context-bus"]["activated"] and d["semantic-fs"]["activated"] and d["context-bus"]["listen"] == "/tmp/berth-context-bus.sock"))' "$run/vmm.log"
 # daemon_report SOURCE KEY=VALUE...: agent-init's report lines of a daemon, in its log.
 daemon_report() {
 	python3 -c '

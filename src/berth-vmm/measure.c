@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "exec-util.h"
 #include "macros.h"
 #include "measure.h"
 #include "time-util.h"
@@ -37,29 +38,19 @@ static _noreturn_ void measure_child(int out, const int *fds, const bool *chunke
 
 int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n)
 {
-	int p[2];
+	int fd = -EBADF;
 	pid_t pid;
 
 	*m = (Measure){.fd = -EBADF, .n = n};
 	if (n > MEASURE_JOBS_MAX)
 		return -E2BIG;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int r = -errno;
-
-		safe_close(p[0]);
-		safe_close(p[1]);
-		return r;
-	}
-	if (pid == 0) {
-		safe_close(p[0]);
-		measure_child(p[1], fds, chunked, n);
-	}
-	safe_close(p[1]);
+	pid = fork_pipe(&fd);
+	if (pid < 0)
+		return pid;
+	if (pid == 0)
+		measure_child(fd, fds, chunked, n);
 	m->pid = pid;
-	m->fd = p[0];
+	m->fd = fd;
 	return 0;
 }
 

@@ -139,3 +139,14 @@ export function connectRpc(path) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll fn until it returns something truthy; fail naming what never happened. */
+export async function until(what, fn, ms = 10000) {
+	const end = Date.now() + ms;
+	while (Date.now() < end) {
+		const v = await fn();
+		if (v) return v;
+		await sleep(20);
+	}
+	throw new Error(`timed out waiting for ${what}`);
+}

@@ -8,25 +8,14 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { bundleApp, connectRpc, FIXTURES, ROOT, SDK, startRuntime, tempDir, watchProcess } from "./helpers.mjs";
+import { bundleApp, connectRpc, FIXTURES, ROOT, SDK, sleep, startRuntime, tempDir, until, watchProcess } from "./helpers.mjs";
 
 const bus = await import(join(SDK, "src", "context-bus.mjs"));
 const BIN = process.env.CONTEXT_BUS || join(process.env.BERTH_BUILD_DIR ?? "", "src", "context-bus", "context-bus");
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const work = tempDir("berth-bus-sdk-");
 const socketPath = join(work, "bus.sock");
 const daemons = [];
 after(() => daemons.forEach((d) => d.kill("SIGKILL")));
-
-async function until(what, fn, ms = 5000) {
-	const end = Date.now() + ms;
-	while (Date.now() < end) {
-		const v = await fn();
-		if (v) return v;
-		await sleep(20);
-	}
-	throw new Error(`timed out waiting for ${what}`);
-}
 
 async function startDaemon() {
 	const log = join(work, `bus-${daemons.length}.log`);
@@ -75,16 +64,24 @@ test("one subscribe frame per topic; unsubscribe when the last handler goes", { 
 	const before = (daemon.log().match(/"code-editor" subscribed to "fs.file_created"/g) ?? []).length;
 	const off1 = b.subscribe("fs.file_created", (p) => got.push(["h1", p]));
 	const off2 = b.subscribe("fs.file_created", (p) => got.push(["h2", p]));
-	await sleep(150);
-	assert.equal((daemon.log().match(/"code-editor" subscribed to "fs.file_created"/g) ?? []).length - before, 1);
+	const subscribed = () => (daemon.log().match(/"code-editor" subscribed to "fs.file_created"/g) ?? []).length - before;
+	await until("the subscription", () => subscribed() >= 1);
+	await sleep(150); // a second subscribe frame, if one were sent, would be logged by now
+	assert.equal(subscribed(), 1);
 	await a.publish("fs.file_created", { path: "x", createdBy: "filesystem" });
 	await until("the event", () => got.length === 2);
 	off1();
 	await a.publish("fs.file_created", { path: "y" });
 	await until("the second event", () => got.length === 3);
 	assert.deepEqual(got[2], ["h2", { path: "y" }]);
+	const barrier = [];
+	a.subscribe("test.barrier", (p) => barrier.push(p));
+	await until("the barrier subscription", () => daemon.log().includes('subscribed to "test.barrier"'));
 	off2();
-	await sleep(100);
+	// b's unsubscribe and then its publish go down one connection in order: once a has the
+	// barrier event, the bus has dropped b's subscription.
+	await b.publish("test.barrier", 1);
+	await until("the barrier event", () => barrier.length === 1);
 	await a.publish("fs.file_created", { path: "z" });
 	await sleep(200);
 	assert.equal(got.length, 3);
@@ -95,8 +92,10 @@ test("one subscribe frame per topic; unsubscribe when the last handler goes", { 
 test("a Python publisher reaches a Node subscriber", { skip }, async () => {
 	const n = await bus.connectContextBus({ socketPath });
 	const got = [];
+	const subs = () => (daemon.log().match(/subscribed to "fs.file_created"/g) ?? []).length;
+	const before = subs();
 	n.subscribe("fs.file_created", (p) => got.push(p));
-	await sleep(100);
+	await until("the subscription", () => subs() > before);
 	const py = spawnSync(
 		"/usr/bin/python3",
 		[

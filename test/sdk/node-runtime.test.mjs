@@ -7,7 +7,7 @@ import http from "node:http";
 import net from "node:net";
 import { join } from "node:path";
 import { test } from "node:test";
-import { bundleApp, connectRpc, FIXTURES, RUNTIME_NODE, SDK, sleep, startRuntime, tempDir } from "./helpers.mjs";
+import { bundleApp, connectRpc, FIXTURES, RUNTIME_NODE, SDK, sleep, startRuntime, tempDir, until } from "./helpers.mjs";
 
 const { decodeEnvelope, encodeEnvelope, frame } = await import(join(SDK, "src", "context-bus.mjs"));
 
@@ -182,7 +182,7 @@ test("startup failures: no defineApp default export, invalid manifest, missing e
 	assert.match(rt.stderr, /\[berth:runtime\] fatal error during startup: Cannot find module/);
 });
 
-test("context bus: register, subscribe, events in, publishes out", async () => {
+test("context bus: register, subscribe, events in, publishes out", async (t) => {
 	const busPath = join(work, "bus.sock");
 	const frames = [];
 	let conn;
@@ -199,8 +199,16 @@ test("context bus: register, subscribe, events in, publishes out", async () => {
 		});
 	});
 	await new Promise((r) => server.listen(busPath, r));
+	// A failed check must not leave the runtime and the server keeping this file alive.
+	t.after(() => {
+		conn?.destroy();
+		server.close();
+	});
 	const { rt, sock } = await boot({ BERTH_CONTEXT_BUS_SOCKET: busPath });
+	t.after(() => rt.child.kill("SIGKILL"));
 	assert.ok(rt.stderr.includes(`[berth:runtime] context bus connected at ${busPath}`), rt.stderr);
+	// The frames come over the bus socket, the ready line over stderr: either may be first.
+	await until("register and subscribe", () => frames.length >= 2);
 	assert.deepEqual(frames.slice(0, 2), [
 		{ kind: "register", app: "fixture" },
 		{ kind: "subscribe", topic: "fixture.in" },
@@ -210,19 +218,23 @@ test("context bus: register, subscribe, events in, publishes out", async () => {
 	conn.write(frame(encodeEnvelope("event", { topic: "fixture.in" })));
 	conn.write(frame(encodeEnvelope("event", { topic: "other.topic", payload: Buffer.from("2") })));
 	const c = await connectRpc(sock);
-	await sleep(200);
+	let received;
+	await until("both events to reach the app", async () => {
+		received = (await c.call("received")).result;
+		return received.received.length >= 2;
+	});
+	await sleep(100); // the event on another topic, if it were delivered, would be in by now
 	assert.deepEqual((await c.call("received")).result, { received: [{ n: 1 }, null] });
 	await c.call("publish", { topic: "notes.added", payload: { id: "a", text: "ü" } });
 	assert.deepEqual(await c.call("publish", { topic: "t.empty" }, "p2"), { id: "p2", result: null });
-	await sleep(100);
-	const pubs = frames.filter((f) => f.kind === "publish");
-	assert.deepEqual(pubs.map((p) => [p.topic, p.payload.toString("utf8")]), [
+	const pubs = () => frames.filter((f) => f.kind === "publish");
+	await until("both publishes", () => pubs().length >= 2);
+	assert.deepEqual(pubs().map((p) => [p.topic, p.payload.toString("utf8")]), [
 		["notes.added", '{"id":"a","text":"ü"}'],
 		["t.empty", "null"],
 	]);
 	c.close();
 	await rt.stop();
-	server.close();
 });
 
 test("peer sockets: 0660, calls are attributed to the peer", async () => {

@@ -90,13 +90,21 @@ class DaemonTest(unittest.TestCase):
         got = []
         off1 = b.subscribe("fs.file_created", lambda p: got.append(("h1", p)))
         off2 = b.subscribe("fs.file_created", lambda p: got.append(("h2", p)))
-        time.sleep(0.15)
-        self.assertEqual(self.daemon.log().count('"code-editor" subscribed to "fs.file_created"'), 1)
+        subscribed = lambda: self.daemon.log().count('"code-editor" subscribed to "fs.file_created"')
+        until("the subscription", lambda: subscribed() >= 1)
+        time.sleep(0.15)  # a second subscribe frame, if one were sent, would be logged by now
+        self.assertEqual(subscribed(), 1)
         a.publish("fs.file_created", {"path": "x"})
         until("both handlers", lambda: len(got) == 2)
+        barrier = []
+        a.subscribe("test.barrier", barrier.append)
+        until("the barrier subscription", lambda: 'subscribed to "test.barrier"' in self.daemon.log())
         off1()
         off2()
-        time.sleep(0.1)
+        # b's unsubscribe and then its publish go down one connection in order: once a has
+        # the barrier event, the bus has dropped b's subscription.
+        b.publish("test.barrier", 1)
+        until("the barrier event", lambda: barrier)
         a.publish("fs.file_created", {"path": "y"})
         time.sleep(0.2)
         self.assertEqual(len(got), 2)
@@ -107,8 +115,9 @@ class DaemonTest(unittest.TestCase):
             self.skipTest("node is not installed")
         s = self.client()
         got = []
+        before = self.daemon.log().count('subscribed to "notes.added"')
         s.subscribe("notes.added", got.append)
-        time.sleep(0.1)
+        until("the subscription", lambda: self.daemon.log().count('subscribed to "notes.added"') > before)
         script = (f"const bus = await import({json.dumps(os.path.join(ROOT, 'sdk', 'node', 'src', 'context-bus.mjs'))});"
                   f"const c = await bus.connectContextBus({{ socketPath: {json.dumps(self.path)} }});"
                   "await c.register({ app: 'notes' });"

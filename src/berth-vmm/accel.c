@@ -250,6 +250,7 @@ static void probe_boot(AccelHost *h, Accel accel, long long deadline_ms, AccelTr
 		.mem_mib = 512,
 		.accel = accel,
 		.incoming_fd = -EBADF,
+		.ram_fd = -EBADF,
 		.qemu_binary = h->qemu,
 		.extra_cmdline = "berth.probe=1",
 		.host_sandbox = h->host_sandbox,

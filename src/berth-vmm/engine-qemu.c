@@ -107,7 +107,14 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	}
 	/* The PIT and ACPI stay on: without them TCG guests hang, and poweroff needs ACPI. */
 	argv_add(&b, "-M");
-	argv_add(&b, "microvm,x-option-roms=off,isa-serial=on");
+	argv_add(&b, "microvm,x-option-roms=off,isa-serial=on%s",
+		 cfg->ram_fd >= 0 ? ",memory-backend=ram" : "");
+	if (cfg->ram_fd >= 0) {
+		argv_add(&b, "-object");
+		argv_add(&b,
+			 "memory-backend-file,id=ram,size=%uM,mem-path=/proc/self/fd/%d,share=on",
+			 cfg->mem_mib, cfg->ram_fd);
+	}
 	argv_add(&b, "-m");
 	argv_add(&b, "%uM", cfg->mem_mib);
 	argv_add(&b, "-smp");
@@ -169,11 +176,12 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 		argv_add(&b, "unix:%s,server=on,wait=off", path ?: "");
 	}
 	/* Restored, the VM stays paused (-S, whatever state the stream claims): the supervisor
-	 * resumes it once the whole snapshot is read and its hash checked. */
+	 * resumes it once the whole snapshot is read and its hash checked. The stream waits
+	 * (defer) until its memory is in and the capabilities of its making are set. */
 	if (cfg->incoming_fd >= 0) {
 		argv_add(&b, "-S");
 		argv_add(&b, "-incoming");
-		argv_add(&b, "fd:%d", cfg->incoming_fd);
+		argv_add(&b, "defer");
 	}
 	return argv_finish(&b, ret);
 }
@@ -239,6 +247,8 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 			keep_fd(cfg->disks[i].fd);
 		if (cfg->incoming_fd >= 0)
 			keep_fd(cfg->incoming_fd);
+		if (cfg->ram_fd >= 0)
+			keep_fd(cfg->ram_fd);
 		/* berth-vmm blocks the signals its event loop reads from a signalfd; QEMU must
 		 * get SIGTERM and SIGINT as any process does. */
 		sigset_t none;

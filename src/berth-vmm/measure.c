@@ -36,6 +36,31 @@ static _noreturn_ void measure_child(int out, const int *fds, const bool *chunke
 	_exit(EXIT_SUCCESS);
 }
 
+int measure_start_copy(Measure *m, int from, uint64_t chunk, int to)
+{
+	int fd = -EBADF;
+	pid_t pid;
+
+	*m = (Measure){.fd = -EBADF, .n = 1};
+	pid = fork_pipe(&fd);
+	if (pid < 0)
+		return pid;
+	if (pid == 0) {
+		MeasureResult res = {};
+		int64_t t0 = now_ms();
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		res.error =
+			MIN(sha256_chunked_copy_fd_hex(from, chunk, to, res.sha256, &res.bytes), 0);
+		res.ms = now_ms() - t0;
+		_exit(write(fd, &res, sizeof(res)) == (ssize_t)sizeof(res) ? EXIT_SUCCESS
+									   : EXIT_FAILURE);
+	}
+	m->pid = pid;
+	m->fd = fd;
+	return 0;
+}
+
 int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n)
 {
 	int fd = -EBADF;

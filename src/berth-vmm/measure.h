@@ -38,6 +38,9 @@ typedef struct Measure {
  * digest of a sparse disk (sha256_chunked_fd_hex()). Descriptors are read with pread()
  * only. 0, or a negative errno (nothing started). */
 int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n);
+/* Start copying @from into @to in a child (a snapshot's RAM into the VM's memory), with the
+ * chunked digest of what it copied (sha256_chunked_copy_fd_hex(), @chunk-byte chunks). */
+int measure_start_copy(Measure *m, int from, uint64_t chunk, int to);
 
 /* Wait until @deadline_ms (CLOCK_MONOTONIC, now_ms()) for every result. 0 with
  * m->results filled, or a negative errno (the child is killed); a second call returns the

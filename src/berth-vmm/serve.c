@@ -473,16 +473,68 @@ static void qemu_last_words(Vmm *v, char *buf, size_t size)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
+/* The snapshot's memory, copied into the VM's while QEMU started: all of it, and the
+ * bytes copied are the ones recorded. */
+static int ram_loaded(Vmm *v, char *err, size_t errlen)
+{
+	int64_t t0 = now_ms();
+	int r = measure_finish(&v->ram_load, t0 + RESTORE_TIMEOUT_MS);
+	const MeasureResult *res = &v->ram_load.results[0];
+
+	v->ram_image_fd = safe_close(v->ram_image_fd);
+	if (r >= 0)
+		r = res->error;
+	if (r < 0) {
+		snprintf(err, errlen, "cannot load the snapshot's memory %.512s (%s)",
+			 v->snapshot.ram_path, strerror(-r));
+		return r;
+	}
+	if (!streq(res->sha256, v->snapshot.ram_sha256)) {
+		snprintf(err, errlen,
+			 "the snapshot's memory %.512s failed its check (chunked sha256 %.12s; "
+			 "recorded %.12s)",
+			 v->snapshot.ram_path, res->sha256, v->snapshot.ram_sha256);
+		return -EBADMSG;
+	}
+	log_info("the snapshot's memory: %llu MiB copied in %lld ms (waited %lld ms for it)",
+		 (unsigned long long)(res->bytes >> 20), (long long)res->ms,
+		 (long long)(now_ms() - t0));
+	return 0;
+}
+
 /*
- * A restore: QEMU reads the snapshot as we write it into its pipe, hashing it, then waits,
- * paused (-S). Let it run once it has all of it and all of it matched.
+ * A restore: the snapshot's memory is copied into the VM's while QEMU starts; then QEMU
+ * reads the devices' state as we write it into its pipe, hashing it, and waits, paused
+ * (-S). Let it run once it has all of it and all of it matched.
  */
 static int resume_qemu(Vmm *v, char *err, size_t errlen)
 {
 	_cleanup_(qmp_freep) Qmp *q = NULL;
+	_cleanup_(json_decrefp) json_t *caps = snapshot_capabilities(), *incoming = NULL;
 	int64_t deadline = now_ms() + RESTORE_TIMEOUT_MS;
+	char uri[32];
 	int r;
 
+	snprintf(uri, sizeof(uri), "fd:%d", v->incoming_fd_in_qemu);
+	incoming = json_pack("{s:s}", "uri", uri);
+	if (!caps || !incoming)
+		return -ENOMEM;
+	/* QEMU reads the guest's memory as it loads the devices (virtio's rings): the memory
+	 * comes first. */
+	r = ram_loaded(v, err, errlen);
+	if (r < 0)
+		return r;
+	r = qmp_connect(v->qmp_path, RESTORE_TIMEOUT_MS, &q);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot reach QEMU's QMP socket (%s)", strerror(-r));
+		return r;
+	}
+	r = qmp_execute(q, "migrate-set-capabilities", caps, RESTORE_TIMEOUT_MS, NULL, err, errlen);
+	if (r >= 0)
+		r = qmp_execute(q, "migrate-incoming", incoming, RESTORE_TIMEOUT_MS, NULL, err,
+				errlen);
+	if (r < 0)
+		return r;
 	r = snapshot_stream(&v->snapshot, v->snapshot_fd, v->snapshot_pipe[1], deadline, err,
 			    errlen);
 	v->snapshot_fd = safe_close(v->snapshot_fd);
@@ -494,11 +546,6 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 	r = vmm_measure_finish(v, err, errlen);
 	if (r < 0)
 		return r;
-	r = qmp_connect(v->qmp_path, RESTORE_TIMEOUT_MS, &q);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot reach QEMU's QMP socket (%s)", strerror(-r));
-		return r;
-	}
 	for (;;) {
 		_cleanup_(json_decrefp) json_t *st = NULL;
 		const char *status;
@@ -552,6 +599,13 @@ static int start_engine(Vmm *v)
 	r = vmm_measure_start(v);
 	if (r < 0)
 		return log_error_errno(r, "cannot start measuring the disks: %m");
+	/* A restore's memory is copied beside QEMU's start, by a child of its own. */
+	if (v->restore) {
+		r = measure_start_copy(&v->ram_load, v->ram_image_fd, SNAPSHOT_RAM_CHUNK,
+				       v->ram_fd);
+		if (r < 0)
+			return log_error_errno(r, "cannot start loading the snapshot's memory: %m");
+	}
 	/* A cold boot runs the guest as QEMU starts: its disks are checked first. */
 	if (!v->restore && vmm_measure_finish(v, err, sizeof(err)) < 0)
 		return refuse_start(v, err);

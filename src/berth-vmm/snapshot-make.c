@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,14 +116,14 @@ static int save(const char *qmp_path, int out, char sha[65], uint64_t *ret_size,
 	_cleanup_(qmp_freep) Qmp *q = NULL;
 	_cleanup_(sha256_freep) Sha256 *h = sha256_new();
 	_cleanup_(json_decrefp) json_t *args = json_pack("{s:s}", "uri", "fd:snapshot"),
-				       *status = NULL;
+				       *caps = snapshot_capabilities(), *status = NULL;
 	_cleanup_close_ int rd = -EBADF, wr = -EBADF;
 	int64_t deadline = now_ms() + SAVE_TIMEOUT_MS;
 	char buf[65536];
 	int p[2], r;
 
 	*ret_size = 0;
-	if (!h || !args)
+	if (!h || !args || !caps)
 		return -ENOMEM;
 	r = qmp_connect(qmp_path, QMP_TIMEOUT_MS, &q);
 	if (r < 0) {
@@ -131,6 +132,11 @@ static int save(const char *qmp_path, int out, char sha[65], uint64_t *ret_size,
 		return r;
 	}
 	r = qmp_execute(q, "stop", NULL, QMP_TIMEOUT_MS, NULL, err, errlen);
+	if (r < 0)
+		return r;
+	/* The memory is a memfd of ours (share=on): the stream leaves it out, and publish()
+	 * keeps it as a file of its own. */
+	r = qmp_execute(q, "migrate-set-capabilities", caps, QMP_TIMEOUT_MS, NULL, err, errlen);
 	if (r < 0)
 		return r;
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -191,29 +197,46 @@ static int save(const char *qmp_path, int out, char sha[65], uint64_t *ret_size,
 
 /* Put the saved stream in place as vm.snap, then its record: a reader finds either the old
  * pair, or the new file and then the new record (the record names the file's hash). */
-static int publish(const char *dir, int tmp, const char *sha, uint64_t size, const SnapshotKey *k,
-		   const char *cmdline, long make_ms, long ready_ms)
+/* Put the O_TMPFILE @tmp in place as @dir/@name, synced. */
+static int put_file(const char *dir, int tmp, const char *name)
 {
-	_cleanup_free_ char *link_from = NULL, *next = NULL, *final = NULL, *meta_path = NULL,
-			    *text = NULL;
-	_cleanup_(json_decrefp) json_t *meta = NULL;
-	char created[40];
+	_cleanup_free_ char *link_from = NULL, *next = NULL, *final = NULL;
 
 	if (fsync(tmp) < 0)
-		return log_error_errno(errno, "cannot sync the snapshot: %m");
+		return log_error_errno(errno, "cannot sync the snapshot's %s: %m", name);
 	if (asprintf(&link_from, "/proc/self/fd/%d", tmp) < 0 ||
-	    asprintf(&next, "%s/vm.snap.new", dir) < 0 || asprintf(&final, "%s/vm.snap", dir) < 0 ||
-	    asprintf(&meta_path, "%s/snapshot.json", dir) < 0)
+	    asprintf(&next, "%s/%s.new", dir, name) < 0 || asprintf(&final, "%s/%s", dir, name) < 0)
 		return -ENOMEM;
 	(void)unlink(next);
 	if (linkat(AT_FDCWD, link_from, AT_FDCWD, next, AT_SYMLINK_FOLLOW) < 0 ||
 	    rename(next, final) < 0)
-		return log_error_errno(errno, "cannot put the snapshot in %s: %m", dir);
+		return log_error_errno(errno, "cannot put the snapshot's %s in %s: %m", name, dir);
+	return 0;
+}
+
+static int publish(const char *dir, int tmp, const char *sha, uint64_t size, int ram_tmp,
+		   const char *ram_sha, uint64_t ram_size, const SnapshotKey *k,
+		   const char *cmdline, long make_ms, long ready_ms)
+{
+	_cleanup_free_ char *meta_path = NULL, *text = NULL;
+	_cleanup_(json_decrefp) json_t *meta = NULL;
+	char created[40];
+	int r;
+
+	if (asprintf(&meta_path, "%s/snapshot.json", dir) < 0)
+		return -ENOMEM;
+	r = put_file(dir, ram_tmp, "ram");
+	if (r >= 0)
+		r = put_file(dir, tmp, "vm.snap");
+	if (r < 0)
+		return r;
 	now_rfc3339(created, sizeof(created), false);
-	meta = json_pack("{s:i, s:s, s:o, s:s, s:I, s:s, s:s, s:I, s:I}", "schema", SNAPSHOT_SCHEMA,
-			 "kind", "berth.vm-snapshot", "key", snapshot_key_to_json(k), "sha256", sha,
-			 "size", (json_int_t)size, "createdAt", created, "kernelCmdline", cmdline,
-			 "makeMs", (json_int_t)make_ms, "templateReadyMs", (json_int_t)ready_ms);
+	meta = json_pack("{s:i, s:s, s:o, s:s, s:I, s:{s:s, s:I}, s:s, s:s, s:I, s:I}", "schema",
+			 SNAPSHOT_SCHEMA, "kind", "berth.vm-snapshot", "key",
+			 snapshot_key_to_json(k), "sha256", sha, "size", (json_int_t)size, "ram",
+			 "sha256", ram_sha, "size", (json_int_t)ram_size, "createdAt", created,
+			 "kernelCmdline", cmdline, "makeMs", (json_int_t)make_ms, "templateReadyMs",
+			 (json_int_t)ready_ms);
 	text = meta ? json_dumps(meta, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
 	if (!text || write_file_atomic(meta_path, text, strlen(text), 0600) < 0)
 		return log_error_errno(-EIO, "cannot write %s", meta_path);
@@ -233,7 +256,9 @@ static int make(const SnapshotKey *k, VmConfig *cfg, const char *dir, int ready_
 							  SNAPSHOT_APP_BYTES,	SNAPSHOT_APP_BYTES,
 							  SNAPSHOT_APP_BYTES,	SNAPSHOT_APP_BYTES};
 	_cleanup_free_ char *work = NULL, *mux = NULL, *qmp = NULL, *cmdline = NULL;
-	_cleanup_close_ int tmp = -EBADF;
+	_cleanup_close_ int tmp = -EBADF, ram = -EBADF, ram_tmp = -EBADF;
+	uint64_t ram_size = (uint64_t)cfg->mem_mib << 20, ram_bytes = 0;
+	char ram_sha[65];
 	int fds[2 + SNAPSHOT_APPS] = {-EBADF, -EBADF, -EBADF, -EBADF, -EBADF, -EBADF};
 	int64_t t0 = now_ms(), ready_ms;
 	char sha[65], err[1024];
@@ -261,10 +286,19 @@ static int make(const SnapshotKey *k, VmConfig *cfg, const char *dir, int ready_
 	cfg->qmp_path = qmp;
 	cmdline = vm_kernel_cmdline(cfg);
 	tmp = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (!cmdline || tmp < 0) {
-		r = log_error_errno(tmp < 0 ? errno : ENOMEM, "cannot make the snapshot file: %m");
+	ram_tmp = tmp >= 0 ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -EBADF;
+	if (!cmdline || ram_tmp < 0 || ftruncate(ram_tmp, (off_t)ram_size) < 0) {
+		r = log_error_errno(ram_tmp < 0 ? errno : ENOMEM,
+				    "cannot make the snapshot file: %m");
 		goto out;
 	}
+	/* The template's memory, which the saved stream leaves out (see save()). */
+	ram = memfd_create("berth-template-ram", MFD_CLOEXEC);
+	if (ram < 0 || ftruncate(ram, (off_t)ram_size) < 0) {
+		r = log_error_errno(errno, "cannot make the template's memory: %m");
+		goto out;
+	}
+	cfg->ram_fd = ram;
 	engine_init(&e, &engine_qemu_ops);
 	r = e.ops->start(&e, cfg);
 	if (r < 0) {
@@ -284,12 +318,27 @@ static int make(const SnapshotKey *k, VmConfig *cfg, const char *dir, int ready_
 	(void)e.ops->stop(&e);
 	(void)e.ops->wait(&e, &status);
 	engine_done(&e);
+	/* Sparse: the pages the template never touched, and those of zeros, take no room. */
+	if (r >= 0) {
+		r = sha256_chunked_copy_fd_hex(ram, SNAPSHOT_RAM_CHUNK, ram_tmp, ram_sha,
+					       &ram_bytes);
+		if (r < 0)
+			log_error_errno(r, "cannot write the template's memory: %m");
+	}
 	if (r >= 0)
-		r = publish(dir, tmp, sha, size, k, cmdline, (long)(now_ms() - t0), ready_ms);
-	if (r >= 0)
-		printf("snapshot %.12s made in %lld ms (template ready in %lld ms, %llu MiB): %s\n",
+		r = publish(dir, tmp, sha, size, ram_tmp, ram_sha, ram_size, k, cmdline,
+			    (long)(now_ms() - t0), ready_ms);
+	if (r >= 0) {
+		struct stat st;
+
+		printf("snapshot %.12s made in %lld ms (template ready in %lld ms, %llu MiB of "
+		       "memory, %llu KiB of devices): %s\n",
 		       sha, (long long)(now_ms() - t0), (long long)ready_ms,
-		       (unsigned long long)(size >> 20), dir);
+		       (unsigned long long)((fstat(ram_tmp, &st) == 0 ? (uint64_t)st.st_blocks * 512
+								      : ram_bytes) >>
+					    20),
+		       (unsigned long long)(size >> 10), dir);
+	}
 out:
 	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
 		safe_close(fds[i]);
@@ -425,6 +474,7 @@ int vmm_snapshot_main(int argc, char **argv)
 		.mem_mib = mem,
 		.accel = choice.accel,
 		.incoming_fd = -EBADF,
+		.ram_fd = -EBADF,
 		.qemu_binary = qemu,
 		.extra_cmdline = SNAPSHOT_TEMPLATE_CMDLINE,
 		.host_sandbox = &hs,

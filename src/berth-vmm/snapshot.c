@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,8 +92,12 @@ void snapshot_remove(const char *dir)
 {
 	_cleanup_free_ char *snap = NULL, *meta = NULL;
 
+	_cleanup_free_ char *ram = NULL;
+
 	if (asprintf(&snap, "%s/vm.snap", dir) >= 0)
 		(void)unlink(snap);
+	if (asprintf(&ram, "%s/ram", dir) >= 0)
+		(void)unlink(ram);
 	if (asprintf(&meta, "%s/snapshot.json", dir) >= 0)
 		(void)unlink(meta);
 }
@@ -113,7 +118,8 @@ static bool same_pins(const json_t *a, const json_t *b)
  * Returns the bytes freed, or 0. */
 static uint64_t prune_one(const char *dir, const json_t *want)
 {
-	_cleanup_free_ char *meta_path = NULL, *text = NULL, *lock_path = NULL, *snap = NULL;
+	_cleanup_free_ char *meta_path = NULL, *text = NULL, *lock_path = NULL, *snap = NULL,
+			    *ram = NULL;
 	_cleanup_(json_decrefp) json_t *meta = NULL;
 	_cleanup_close_ int lock = -EBADF;
 	struct stat st;
@@ -133,6 +139,8 @@ static uint64_t prune_one(const char *dir, const json_t *want)
 		return 0;
 	if (lstat(snap, &st) == 0 && S_ISREG(st.st_mode))
 		bytes = (uint64_t)st.st_size;
+	if (asprintf(&ram, "%s/ram", dir) >= 0 && lstat(ram, &st) == 0 && S_ISREG(st.st_mode))
+		bytes += (uint64_t)st.st_blocks * 512; /* sparse: what it holds on disk */
 	/* The lock file stays: a maker may be waiting on it already. */
 	snapshot_remove(dir);
 	return bytes;
@@ -175,9 +183,9 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 {
 	_cleanup_free_ char *dir = snapshot_dir_for(k), *meta_path = NULL, *text = NULL;
 	_cleanup_(json_decrefp) json_t *meta = NULL, *want = snapshot_key_to_json(k);
-	const char *sha, *created, *cmdline;
+	const char *sha, *created, *cmdline, *ram_sha;
 	struct stat st;
-	json_int_t size;
+	json_int_t size, ram_size;
 
 	*ret = (Snapshot){};
 	if (!dir || !want || asprintf(&meta_path, "%s/snapshot.json", dir) < 0)
@@ -191,10 +199,14 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 	created = json_string_value(json_object_get(meta, "createdAt"));
 	cmdline = json_string_value(json_object_get(meta, "kernelCmdline"));
 	size = json_integer_value(json_object_get(meta, "size"));
+	ram_sha = json_string_value(json_object_get(json_object_get(meta, "ram"), "sha256"));
+	ram_size = json_integer_value(json_object_get(json_object_get(meta, "ram"), "size"));
 	snprintf(ret->dir, sizeof(ret->dir), "%s", dir);
 	snprintf(ret->path, sizeof(ret->path), "%s/vm.snap", dir);
+	snprintf(ret->ram_path, sizeof(ret->ram_path), "%s/ram", dir);
 	if (json_integer_value(json_object_get(meta, "schema")) != SNAPSHOT_SCHEMA || !sha ||
-	    !sha256_hex_valid(sha) || !created || !cmdline || size <= 0 ||
+	    !sha256_hex_valid(sha) || !created || !cmdline || size <= 0 || !ram_sha ||
+	    !sha256_hex_valid(ram_sha) || ram_size != (json_int_t)k->mem_mib << 20 ||
 	    (uint64_t)size > SNAPSHOT_FILE_MAX || strlen(cmdline) >= sizeof(ret->cmdline)) {
 		snprintf(why, whylen, "the snapshot's record %s is not one this berth-vmm wrote",
 			 meta_path);
@@ -217,12 +229,46 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 		snapshot_remove(dir);
 		return -ESTALE;
 	}
+	if (lstat(ret->ram_path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != (uint64_t)ram_size) {
+		snprintf(why, whylen,
+			 "the snapshot's memory %s is missing or not the size recorded",
+			 ret->ram_path);
+		snapshot_remove(dir);
+		return -ESTALE;
+	}
+	snprintf(ret->ram_sha256, sizeof(ret->ram_sha256), "%s", ram_sha);
+	ret->ram_size = (uint64_t)ram_size;
 	snprintf(ret->sha256, sizeof(ret->sha256), "%s", sha);
 	snprintf(ret->created_at, sizeof(ret->created_at), "%s", created);
 	snprintf(ret->cmdline, sizeof(ret->cmdline), "%s", cmdline);
 	ret->size = (uint64_t)size;
 	ret->make_ms = (long)json_integer_value(json_object_get(meta, "makeMs"));
 	return 0;
+}
+
+json_t *snapshot_capabilities(void)
+{
+	return json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability", "x-ignore-shared",
+			 "state", 1);
+}
+
+int snapshot_open_ram(const Snapshot *s, int *ret_memfd, char *why, size_t whylen)
+{
+	_cleanup_close_ int fd = open(s->ram_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), mem = -EBADF;
+
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot open %s: %s", s->ram_path, strerror(errno));
+		return -errno;
+	}
+	mem = memfd_create("berth-vm-ram", MFD_CLOEXEC);
+	if (mem < 0 || ftruncate(mem, (off_t)s->ram_size) < 0) {
+		snprintf(why, whylen, "cannot make the VM's memory (%llu MiB): %s",
+			 (unsigned long long)(s->ram_size >> 20), strerror(errno));
+		return -errno;
+	}
+	*ret_memfd = TAKE_FD(mem);
+	return TAKE_FD(fd);
 }
 
 int snapshot_open_stream(const Snapshot *s, int ret_pipe[2], char *why, size_t whylen)

@@ -14,8 +14,12 @@
  * VM snapshots (docs/warm-start.md): a template boot saved once, restored for every VM
  * instead of booting one.
  *
- * A snapshot lives in ~/.berth/vm/snapshots/<key>/ as vm.snap (QEMU's migration stream)
- * and snapshot.json (its sha256, its size, the key it was made for), both 0600. The key
+ * A snapshot lives in ~/.berth/vm/snapshots/<key>/ as vm.snap (QEMU's migration stream of
+ * the devices' state), ram (the guest's memory, a sparse file of the VM's memory size) and
+ * snapshot.json (their sha256s and sizes, the key they were made for), all 0600. The
+ * memory is not in the stream (QEMU's x-ignore-shared): a restore copies it into the new
+ * VM's own memory, a memfd, while QEMU starts, hashing what it copies, instead of QEMU
+ * parsing it out of the stream page by page. The key
  * is everything a restore must match: the kernel, initramfs and root image pins, this
  * berth-vmm's own hash, the QEMU program and version, the accelerator, the vCPUs and
  * memory, the host CPU. A snapshot whose key differs, whose file is missing or another
@@ -29,9 +33,11 @@
  * disk may be (SNAPSHOT_*_BYTES).
  */
 
-#define SNAPSHOT_SCHEMA 1
+#define SNAPSHOT_SCHEMA 2
 #define SNAPSHOT_META_MAX (64 * 1024)
 #define SNAPSHOT_FILE_MAX (4ULL * 1024 * 1024 * 1024) /* more than any guest's RAM image */
+/* The RAM image's digest chunks: small, since a guest's pages lie scattered over it. */
+#define SNAPSHOT_RAM_CHUNK (64 * 1024)
 /* The template's placeholder disks: the largest state disk (--state-size's limit), boot
  * disk and app share image a restored VM may have. */
 #define SNAPSHOT_STATE_BYTES (1ULL << 40)
@@ -56,6 +62,9 @@ typedef struct Snapshot {
 	char path[PATH_MAX]; /* dir/vm.snap */
 	char sha256[65];
 	uint64_t size;
+	char ram_path[PATH_MAX]; /* dir/ram */
+	char ram_sha256[65];	 /* its chunked digest (sha256_chunked_fd_hex()) */
+	uint64_t ram_size;	 /* the VM's memory */
 	char created_at[40];
 	char cmdline[2048]; /* the kernel command line the template booted with */
 	long make_ms;
@@ -77,8 +86,8 @@ char *snapshot_dir_for(const SnapshotKey *k);
 int snapshot_prune_stale(const SnapshotKey *k, uint64_t *ret_bytes);
 
 /*
- * snapshot_find() - the snapshot for @k: its snapshot.json names this key, and vm.snap is
- * there with the recorded size. Returns 0, or -ENOENT (none made yet) or -ESTALE (one
+ * snapshot_find() - the snapshot for @k: its snapshot.json names this key, and vm.snap and
+ * ram are there with the recorded sizes. Returns 0, or -ENOENT (none made yet) or -ESTALE (one
  * that does not match, removed) with why in @why.
  */
 int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen);
@@ -98,6 +107,17 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 int snapshot_open_stream(const Snapshot *s, int ret_pipe[2], char *why, size_t whylen);
 int snapshot_stream(const Snapshot *s, int fd, int out, int64_t deadline_ms, char *why,
 		    size_t whylen);
+
+/*
+ * snapshot_open_ram() - the RAM image to copy into the VM's memory, and that memory: a
+ * memfd of the image's size, QEMU's RAM (share=on), in @ret_memfd. Returns the image's fd,
+ * or -errno with why in @why.
+ */
+int snapshot_open_ram(const Snapshot *s, int *ret_memfd, char *why, size_t whylen);
+
+/* The migration capabilities a snapshot is saved and restored with (migrate-set-capabilities'
+ * arguments): the memory, shared with a memfd of ours, left out of the stream. */
+json_t *snapshot_capabilities(void);
 
 /* Remove a snapshot that must not be used again. */
 void snapshot_remove(const char *dir);

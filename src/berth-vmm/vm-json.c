@@ -103,9 +103,11 @@ static json_t *boot_json(const Vmm *v)
 	if (!v->restore)
 		return json_pack("{s:s, s:s}", "mode", "cold", "reason",
 				 v->boot_reason[0] ? v->boot_reason : "no snapshot");
-	return json_pack("{s:s, s:{s:s, s:I, s:s, s:s, s:o}}", "mode", "restored", "snapshot",
-			 "sha256", v->snapshot.sha256, "size", (json_int_t)v->snapshot.size,
-			 "createdAt", v->snapshot.created_at, "dir", v->snapshot.dir, "madeFrom",
+	return json_pack("{s:s, s:{s:s, s:I, s:s, s:I, s:s, s:s, s:o}}", "mode", "restored",
+			 "snapshot", "sha256", v->snapshot.sha256, "size",
+			 (json_int_t)v->snapshot.size, "ramSha256", v->snapshot.ram_sha256,
+			 "ramSize", (json_int_t)v->snapshot.ram_size, "createdAt",
+			 v->snapshot.created_at, "dir", v->snapshot.dir, "madeFrom",
 			 snapshot_key_to_json(&v->snapshot_key));
 }
 

@@ -796,6 +796,11 @@ static int try_restore(Vmm *v)
 		if (r >= 0)
 			v->snapshot_fd = r;
 	}
+	if (r >= 0) {
+		r = snapshot_open_ram(&v->snapshot, &v->ram_fd, why, sizeof(why));
+		if (r >= 0)
+			v->ram_image_fd = r;
+	}
 	if (r < 0) {
 		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", why);
 		if (r != -ENOENT)
@@ -829,7 +834,8 @@ static int try_restore(Vmm *v)
 	if (asprintf(&v->qmp_path, "%s/qmp.sock", v->run_dir) < 0)
 		return -ENOMEM;
 	c->qmp_path = v->qmp_path;
-	c->incoming_fd = v->snapshot_pipe[0];
+	c->incoming_fd = v->incoming_fd_in_qemu = v->snapshot_pipe[0];
+	c->ram_fd = v->ram_fd;
 	c->cmdline = v->snapshot.cmdline;
 	c->tsc_khz = 0; /* the template's kernel measured the clock it runs on */
 	v->snapshot_key = key;
@@ -869,9 +875,13 @@ int vmm_config_cold(Vmm *v, const char *reason)
 	v->snapshot_fd = safe_close(v->snapshot_fd);
 	v->snapshot_pipe[0] = safe_close(v->snapshot_pipe[0]);
 	v->snapshot_pipe[1] = safe_close(v->snapshot_pipe[1]);
+	measure_cancel(&v->ram_load);
+	v->ram_image_fd = safe_close(v->ram_image_fd);
+	v->ram_fd = safe_close(v->ram_fd);
 	if (reason != v->boot_reason) /* snprintf() must not copy onto itself */
 		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", reason);
 	c->incoming_fd = -EBADF;
+	c->ram_fd = -EBADF;
 	c->qmp_path = NULL;
 	c->cmdline = NULL;
 	if (c->accel == ACCEL_TCG && c->tsc_khz <= 0) {
@@ -965,6 +975,7 @@ static int docker_config(Vmm *v)
 		.cpus = v->args.cpus,
 		.mem_mib = v->args.mem_mib,
 		.incoming_fd = -EBADF,
+		.ram_fd = -EBADF,
 		.container = c,
 	};
 	snprintf(v->accel.reason, sizeof(v->accel.reason),
@@ -994,6 +1005,7 @@ static int build_vm_config(Vmm *v)
 		.mem_mib = v->args.mem_mib,
 		.accel = v->accel.accel,
 		.incoming_fd = -EBADF,
+		.ram_fd = -EBADF,
 		.qemu_binary = v->qemu,
 		.extra_cmdline = v->cmdline_extra,
 		.host_sandbox = &v->host_sandbox,
@@ -1011,6 +1023,7 @@ static void vmm_fds_init(Vmm *v)
 {
 	v->measure = (Measure){.fd = -EBADF};
 	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
+	v->ram_image_fd = v->ram_fd = v->incoming_fd_in_qemu = -EBADF;
 	v->snapshot_pipe[0] = v->snapshot_pipe[1] = -EBADF;
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
 		v->placeholder_fds[i] = -EBADF;
@@ -1199,6 +1212,9 @@ int vmm_measure_finish(Vmm *v, char *err, size_t errlen)
 static void cleanup(Vmm *v)
 {
 	measure_cancel(&v->measure);
+	measure_cancel(&v->ram_load);
+	safe_close(v->ram_image_fd);
+	safe_close(v->ram_fd);
 	artifacts_done(&v->artifacts);
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
 		artifact_done(&v->layers[k]);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
@@ -125,8 +126,53 @@ static int sha256_raw(const void *data, size_t len, unsigned char out[SHA256_DIG
 		       : -EIO;
 }
 
+#define COPY_PAGE_BYTES 4096
+
+static bool page_is_zero(const unsigned char *p, size_t len)
+{
+	static const unsigned char zeros[COPY_PAGE_BYTES];
+
+	return memcmp(p, zeros, MIN(len, sizeof(zeros))) == 0;
+}
+
+/* Write @buf's pages that are not all zeros to @out_fd at @off, runs of them at once. */
+static int write_nonzero_pages(int out_fd, const unsigned char *buf, size_t len, uint64_t off)
+{
+	size_t run = 0, at = 0;
+
+	for (size_t i = 0; i <= len; i += COPY_PAGE_BYTES) {
+		bool zero = i == len || page_is_zero(buf + i, MIN(COPY_PAGE_BYTES, len - i));
+
+		if (!zero) {
+			if (run == 0)
+				at = i;
+			run += MIN(COPY_PAGE_BYTES, len - i);
+			continue;
+		}
+		while (run > 0) {
+			ssize_t n = pwrite(out_fd, buf + at, run, (off_t)(off + at));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n < 0 ? -errno : -EIO;
+			at += (size_t)n;
+			run -= (size_t)n;
+		}
+		if (i == len)
+			break;
+	}
+	return 0;
+}
+
 int sha256_chunked_fd_hex(int fd, uint64_t chunk, char ret_hex[SHA256_HEX_LEN + 1],
 			  uint64_t *ret_hashed_bytes)
+{
+	return sha256_chunked_copy_fd_hex(fd, chunk, -EBADF, ret_hex, ret_hashed_bytes);
+}
+
+int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[SHA256_HEX_LEN + 1],
+			       uint64_t *ret_hashed_bytes)
 {
 	_cleanup_(sha256_freep) Sha256 *outer = sha256_new();
 	_cleanup_free_ unsigned char *buf = NULL;
@@ -163,6 +209,8 @@ int sha256_chunked_fd_hex(int fd, uint64_t chunk, char ret_hex[SHA256_HEX_LEN + 
 			r = sha256_raw(buf, len, md);
 			if (r >= 0)
 				r = sha256_update(outer, md, sizeof(md));
+			if (r >= 0 && out_fd >= 0)
+				r = write_nonzero_pages(out_fd, buf, len, off);
 		}
 		if (r < 0)
 			return r;

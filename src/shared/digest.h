@@ -39,3 +39,10 @@ int sha256_hex_valid(const char *s);
  */
 int sha256_chunked_fd_hex(int fd, uint64_t chunk, char ret_hex[SHA256_HEX_LEN + 1],
 			  uint64_t *ret_hashed_bytes);
+/* The same digest, writing what it reads into @out_fd at the same offsets, page by page and
+ * only the pages that are not all zeros (so that @out_fd, a fresh sparse file or memfd of
+ * @fd's size, ends up equal to @fd and no larger than its data). What is hashed is what is
+ * written: a file that changes while it is read cannot give @out_fd other bytes than its
+ * digest says. */
+int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[SHA256_HEX_LEN + 1],
+			       uint64_t *ret_hashed_bytes);

@@ -9,10 +9,17 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 52
+plan 57
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
+# The chunked digest of a snapshot's memory (sha256_chunked_fd_hex(), 64 KiB chunks).
+ram_digest() { python3 -c 'import hashlib,sys
+h = hashlib.sha256()
+with open(sys.argv[1], "rb") as f:
+    for c in iter(lambda: f.read(65536), b""):
+        h.update(hashlib.sha256(c).digest())
+print(h.hexdigest())' "$1"; }
 json_get() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k] for k in sys.argv[2:]]; print(v)' "$@"; }
 rand() { head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
@@ -64,16 +71,20 @@ check "berth vm install makes a warm-start snapshot for each VM size (512, 768, 
 # The one of a one-app VM's size, which the apps here boot with.
 snapdir=$(grep -l '"memMiB": 512' "$BERTH_HOME"/vm/snapshots/*/snapshot.json 2>/dev/null | head -1)
 snapdir=${snapdir%/snapshot.json}
-check "the snapshot and its record are 0600, in a 0700 directory" \
-	test "$(stat -c %a "$snapdir/vm.snap" "$snapdir/snapshot.json" "$snapdir" 2>/dev/null | tr '\n' ' ')" = "600 600 700 "
+check "the snapshot, its memory and its record are 0600, in a 0700 directory" \
+	test "$(stat -c %a "$snapdir/vm.snap" "$snapdir/ram" "$snapdir/snapshot.json" "$snapdir" 2>/dev/null | tr '\n' ' ')" = "600 600 600 700 "
 sha=$(json_get "$snapdir/snapshot.json" sha256 2>/dev/null)
+ram_sha=$(json_get "$snapdir/snapshot.json" ram sha256 2>/dev/null)
 check "the record's sha256 is the file's" test "$(sha256sum "$snapdir/vm.snap" | cut -d' ' -f1)" = "$sha"
+check "the record's digest of the memory is the memory's" test "$(ram_digest "$snapdir/ram")" = "$ram_sha"
+check "the memory is a sparse file of the VM's size, the devices' state apart and small" \
+	python3 -c 'import os,sys; r=os.stat(sys.argv[1]); s=os.stat(sys.argv[2]); sys.exit(not(r.st_size == 512 << 20 and r.st_blocks * 512 < r.st_size and s.st_size < 16 << 20))' "$snapdir/ram" "$snapdir/vm.snap"
 
 # --- Two VMs restored from it, side by side; only the first gets the secret.
 check "berth dev restores a VM from the snapshot" dev alpha --env "WARM_TOKEN=$token"
 check "a second VM restores from the same snapshot while the first runs" dev beta
-check "both say so in vm.json, with the snapshot's sha256" \
-	test "$(boot_mode alpha) $(boot_mode beta) $(json_get "$(vmj alpha)" boot snapshot sha256) $(json_get "$(vmj beta)" boot snapshot sha256)" = "restored restored $sha $sha"
+check "both say so in vm.json, with the snapshot's sha256 and its memory's" \
+	test "$(boot_mode alpha) $(boot_mode beta) $(json_get "$(vmj alpha)" boot snapshot sha256) $(json_get "$(vmj beta)" boot snapshot sha256) $(json_get "$(vmj beta)" boot snapshot ramSha256)" = "restored restored $sha $sha $ram_sha"
 check "berth dev's ready line says it restored" grep -q '^VM ready in [0-9]* ms (bundle [0-9]* ms, [a-z]*, restore [0-9]* ms)' "$BERTH_HOME/alpha.log"
 rpc alpha identity >"$BERTH_HOME/a.json"
 rpc beta identity >"$BERTH_HOME/b.json"
@@ -112,8 +123,8 @@ check "and it is berth-init's child, as an exec'd app is" test "$(ida ppid)" = 1
 alpha_boot=$(json_get "$(vmj alpha)" bootId)
 undev alpha
 undev beta
-check "neither the secret nor the app's files are in the snapshot" sh -c "! grep -aqF -e '$token' -e '$marker' '$snapdir/vm.snap'"
-check "restoring did not change the snapshot" test "$(sha256sum "$snapdir/vm.snap" | cut -d' ' -f1)" = "$sha"
+check "neither the secret nor the app's files are in the snapshot" sh -c "! grep -aqF -e '$token' -e '$marker' '$snapdir/vm.snap' '$snapdir/ram'"
+check "restoring did not change the snapshot" test "$(sha256sum "$snapdir/vm.snap" | cut -d' ' -f1) $(ram_digest "$snapdir/ram")" = "$sha $ram_sha"
 "$berth" attest "$alpha_boot" --out "$BERTH_HOME/record.json" >"$BERTH_HOME/attest.log" 2>&1
 check "the attestation record names the snapshot" \
 	test "$(json_get "$BERTH_HOME/record.json" boot isolation boot mode 2>/dev/null) $(json_get "$BERTH_HOME/record.json" boot isolation boot snapshot sha256 2>/dev/null)" = "restored $sha"
@@ -192,6 +203,24 @@ rpc alpha identity >"$BERTH_HOME/a.json"
 check "and confined the same way" \
 	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$(ida status)"
 undev alpha
+# --- Tampered memory: one byte flipped among the data the template left, the size unchanged.
+python3 - "$snapdir/ram" <<'EOF'
+import os, sys
+with open(sys.argv[1], "r+b") as f:
+    at = os.lseek(f.fileno(), 0, os.SEEK_DATA) + 4096 * 7 + 123
+    f.seek(at)
+    b = f.read(1)[0]
+    f.seek(at)
+    f.write(bytes([b ^ 0xFF]))
+EOF
+dev alpha
+check "a snapshot whose memory was tampered with is refused: the VM boots cold" test "$(boot_mode alpha)" = cold
+reason=$(json_get "$(vmj alpha)" boot reason 2>/dev/null)
+check "and vm.json says the memory failed its check" grep -q "memory .* failed its check (chunked sha256" <<<"$reason"
+echo "# reason: $reason"
+check "and the snapshot is removed" test ! -e "$snapdir/ram" -a ! -e "$snapdir/vm.snap"
+undev alpha
+"$vmm" snapshot >"$BERTH_HOME/snap4.log" 2>&1
 # --- A Node app: restored, it starts from the template's Node startup snapshot; cold, not.
 # node_dev [ARGS...]: `berth dev` of a copy of apps/notes until "VM ready".
 node_dev() {

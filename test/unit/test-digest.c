@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "digest.h"
@@ -74,6 +76,40 @@ TEST(chunked_digest_sparse_equals_dense)
 	ASSERT_FALSE(strcmp(a, b) == 0);
 	close(fa);
 	close(fb);
+}
+
+TEST(chunked_copy_writes_what_it_hashes_and_no_zero_page)
+{
+	char src_path[] = "/tmp/berth-test-src-XXXXXX";
+	char a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1];
+	static unsigned char page[4096], back[3 << 20];
+	int src = mkstemp(src_path), out = memfd_create("test-copy", MFD_CLOEXEC);
+	struct stat st;
+
+	ASSERT_TRUE(src >= 0 && out >= 0);
+	unlink(src_path);
+	/* 3 MiB: a page of data, a page of written zeros, data at the very end (a short tail). */
+	ASSERT_OK(ftruncate(src, 3 << 20));
+	ASSERT_OK(ftruncate(out, 3 << 20));
+	memset(page, 0xAB, sizeof(page));
+	ASSERT_EQ(pwrite(src, page, sizeof(page), 8192), sizeof(page));
+	memset(page, 0, sizeof(page));
+	ASSERT_EQ(pwrite(src, page, sizeof(page), 1 << 20), sizeof(page));
+	ASSERT_EQ(pwrite(src, "end", 3, (3 << 20) - 3), 3);
+	ASSERT_OK(sha256_chunked_copy_fd_hex(src, 64 * 1024, out, a, NULL));
+	ASSERT_OK(sha256_chunked_fd_hex(src, 64 * 1024, b, NULL));
+	ASSERT_STREQ(a, b);
+	/* the copy is the source, byte for byte */
+	ASSERT_OK(sha256_chunked_fd_hex(out, 64 * 1024, b, NULL));
+	ASSERT_STREQ(a, b);
+	ASSERT_EQ(pread(out, back, sizeof(back), 0), sizeof(back));
+	ASSERT_EQ(back[8192], 0xAB);
+	ASSERT_EQ(back[(3 << 20) - 1], 'd');
+	/* and only the two pages with data were written */
+	ASSERT_OK(fstat(out, &st));
+	ASSERT_EQ(st.st_blocks * 512, 2 * 4096);
+	close(src);
+	close(out);
 }
 
 int main(void)

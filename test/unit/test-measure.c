@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +67,28 @@ TEST(the_child_digests_are_the_ones_taken_in_place)
 	ASSERT_EQ(m.pid, 0);
 	close(plain);
 	close(sparse);
+}
+
+TEST(a_copy_fills_the_memory_and_digests_what_it_wrote)
+{
+	int image = make_file("ram", 8 * 1024 * 1024, 3 * 1024 * 1024 + 4096, 20000);
+	int mem = memfd_create("test-measure-ram", MFD_CLOEXEC);
+	char want[65], got[65];
+	Measure m;
+
+	ASSERT_TRUE(mem >= 0);
+	ASSERT_OK(ftruncate(mem, 8 * 1024 * 1024));
+	ASSERT_OK(sha256_chunked_fd_hex(image, 64 * 1024, want, NULL));
+	ASSERT_OK(measure_start_copy(&m, image, 64 * 1024, mem));
+	ASSERT_OK(measure_finish(&m, now_ms() + 20000));
+	ASSERT_EQ(m.results[0].error, 0);
+	ASSERT_STREQ(m.results[0].sha256, want);
+	/* What the child wrote into the memory is the image. */
+	ASSERT_OK(sha256_chunked_fd_hex(mem, 64 * 1024, got, NULL));
+	ASSERT_STREQ(got, want);
+	ASSERT_EQ(m.pid, 0);
+	close(image);
+	close(mem);
 }
 
 TEST(an_unreadable_disk_is_an_error_not_a_digest)

@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { bundleApp, connectRpc, ROOT, SDK, startRuntime, tempDir } from "./helpers.mjs";
+import { bundleApp, connectRpc, ROOT, SDK, startRuntime, tempDir, until } from "./helpers.mjs";
 
 const { connectSemanticFs } = await import(join(SDK, "src", "semantic-fs.mjs"));
 
@@ -112,7 +112,8 @@ test("apps/filesystem through its runtime: write, tag and query /context", { ski
 		BERTH_BOOT_ID: "test-boot",
 	}).ready;
 	t.after(() => rt.stop());
-	assert.match(rt.stderr, /semantic-fs connected at .* as "/, rt.stderr);
+	assert.match(rt.stderr, /semantic-fs connected at /, rt.stderr);
+	await until("the daemon's name for the app", () => /semantic-fs knows this app as "/.test(rt.stderr));
 	const c = await connectRpc(rpcSock);
 	t.after(() => c.close());
 	const ok = async (exp, input) => {

@@ -7,6 +7,7 @@ absent inside a sandbox)."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -167,6 +168,46 @@ class SemanticFsAgainstDaemon(unittest.TestCase):
                 continue
         self.assertEqual(len(res), 8)
 
+    def test_runtime_is_ready_before_the_daemon_accepts(self):
+        # A socket-activated daemon still starting: its socket listens, nobody accepts yet.
+        app = os.path.join(self.work, "app-early")
+        os.makedirs(os.path.join(app, "src"))
+        with open(os.path.join(app, "berth.yml"), "w") as f:
+            f.write(APP_YML)
+        with open(os.path.join(app, "src", "app.py"), "w") as f:
+            f.write(APP_PY)
+        path = os.path.join(self.work, "not-yet.sock")
+        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lsock.bind(path)
+        lsock.listen(8)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SDK,
+               "BERTH_CONTEXT_BUS_SOCKET": os.path.join(self.work, "no-bus.sock"),
+               "BERTH_SEMANTIC_FS_SOCKET": path, "BERTH_CONTEXT_MOUNT": self.d.context,
+               "BERTH_BOOT_ID": "test-boot"}
+        p = subprocess.Popen([sys.executable, "-m", "berth_sdk.runtime"], cwd=app, env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            err, deadline = b"", time.monotonic() + 30
+            while b'"sfs-py" ready' not in err and time.monotonic() < deadline:
+                line = p.stderr.readline()
+                if not line:
+                    break
+                err += line
+            self.assertIn(b'"sfs-py" ready', err, err.decode())
+            self.assertIn(b"semantic-fs connected at", err)
+            self.assertNotIn(b"knows this app as", err)
+            # The register is waiting in the daemon's queue, and is the first thing it reads.
+            conn, _ = lsock.accept()
+            conn.settimeout(10)
+            head = conn.recv(4, socket.MSG_WAITALL)
+            body = json.loads(conn.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL))
+            self.assertEqual(body["op"], "register")
+            conn.close()
+        finally:
+            p.kill()
+            p.wait()
+            lsock.close()
+
     def test_runtime_hands_the_client_to_the_app(self):
         app = os.path.join(self.work, "app")
         os.makedirs(os.path.join(app, "src"))
@@ -185,7 +226,8 @@ class SemanticFsAgainstDaemon(unittest.TestCase):
                            input=(json.dumps(req) + "\n").encode(), capture_output=True, timeout=60)
         err = p.stderr.decode()
         self.assertIn('semantic-fs connected at', err)
-        self.assertIn('as "', err)
+        # Registered in the background, but before the export's own calls went out.
+        self.assertIn('semantic-fs knows this app as "', err)
         ans = json.loads(p.stdout.decode().splitlines()[0])
         self.assertNotIn("error", ans, err)
         self.assertEqual(ans["result"]["tagged"]["task"], "survey")

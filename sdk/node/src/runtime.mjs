@@ -58,13 +58,15 @@ async function connectSfs(env, appName) {
 		return inSandbox ? createUnavailableSemanticFs("this sandbox runs no semantic-fs daemon") : createLocalSemanticFs();
 	try {
 		const sfs = await connectSemanticFs({ socketPath });
+		logRuntime(`semantic-fs connected at ${socketPath}`);
 		// The daemon answers with the name the kernel gives this process; a different one
-		// would mean the app is not who its manifest says, which the daemon logs too.
-		const known = await sfs.register({ app: appName }).catch((err) => {
-			logRuntime(`semantic-fs register failed (${err.message})`);
-			return undefined;
-		});
-		logRuntime(`semantic-fs connected at ${socketPath}${known ? ` as "${known}"` : ""}`);
+		// would mean the app is not who its manifest says, which the daemon logs too. The
+		// app does not wait for it (the daemon may still be starting beside it): later
+		// calls go out behind it on the same connection, and are answered in order.
+		sfs.register({ app: appName }).then(
+			(known) => known && logRuntime(`semantic-fs knows this app as "${known}"`),
+			(err) => logRuntime(`semantic-fs register failed (${err.message})`),
+		);
 		return sfs;
 	} catch (err) {
 		if (inSandbox) {

@@ -79,12 +79,17 @@ def connect_sfs(env, app_name):
             log(f"semantic-fs unavailable at {path} ({e}); /context tagging and queries will fail")
             return UnavailableSemanticFs(f"cannot reach {path}: {e}")
         return LocalSemanticFs()
-    try:
-        known = sfs.register(app_name)
-    except Exception as e:  # noqa: BLE001 - a failed register is logged, the client kept
-        log(f"semantic-fs register failed ({e})")
-        known = None
-    log(f"semantic-fs connected at {path}" + (f' as "{known}"' if known else ""))
+    log(f"semantic-fs connected at {path}")
+
+    # Registering only gets the name the daemon knows the app by, for the log: the app does
+    # not wait for it (the daemon may still be starting beside it); calls queue behind it.
+    def known_as(known, err):
+        if err is not None:  # a failed register is logged, the client kept
+            log(f"semantic-fs register failed ({err})")
+        elif known:
+            log(f'semantic-fs knows this app as "{known}"')
+
+    sfs.register_in_background(app_name, known_as)
     return sfs
 
 

@@ -14,7 +14,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 DEFAULT_SOCKET = "/tmp/berth-semantic-fs.sock"
 CALL_TIMEOUT_S = 5.0
@@ -156,37 +156,40 @@ class SemanticFsClient:
 
     def _call(self, op: str, fields: Dict[str, Any]) -> Dict[str, Any]:
         with self._lock:
-            if self._closed:
-                raise SemanticFsError("semantic-fs client closed")
-            self._seq += 1
-            rid = f"sfs-{os.getpid()}-{self._seq}"
-            body = json.dumps({"id": rid, "op": op, **fields}).encode("utf-8")
-            if len(body) > MAX_REQUEST_BYTES:
-                raise SemanticFsError(
-                    f"semantic-fs {op} request is {len(body)} bytes, over the {MAX_REQUEST_BYTES}-byte cap")
-            try:
-                if self._sock is None:
-                    self._connect()
-                deadline = time.monotonic() + CALL_TIMEOUT_S
-                self._sock.settimeout(CALL_TIMEOUT_S)
-                self._sock.sendall(struct.pack(">I", len(body)) + body)
-                while True:
-                    (n,) = struct.unpack(">I", self._recv_exact(4, deadline))
-                    if n > MAX_FRAME_BYTES:
-                        raise ConnectionError(f"semantic-fs answer of {n} bytes is over the cap")
-                    try:
-                        msg = json.loads(self._recv_exact(n, deadline))
-                    except ValueError:
-                        continue
-                    # An answer to an earlier call that timed out is not this one's.
-                    if isinstance(msg, dict) and msg.get("id") == rid:
-                        break
-            except socket.timeout:
-                self._drop()
-                raise SemanticFsError(f"semantic-fs {op} timed out after {int(CALL_TIMEOUT_S * 1000)} ms")
-            except OSError as e:
-                self._drop()
-                raise SemanticFsError(f"semantic-fs connection failed: {e}") from e
+            return self._call_locked(op, fields)
+
+    def _call_locked(self, op: str, fields: Dict[str, Any]) -> Dict[str, Any]:
+        if self._closed:
+            raise SemanticFsError("semantic-fs client closed")
+        self._seq += 1
+        rid = f"sfs-{os.getpid()}-{self._seq}"
+        body = json.dumps({"id": rid, "op": op, **fields}).encode("utf-8")
+        if len(body) > MAX_REQUEST_BYTES:
+            raise SemanticFsError(
+                f"semantic-fs {op} request is {len(body)} bytes, over the {MAX_REQUEST_BYTES}-byte cap")
+        try:
+            if self._sock is None:
+                self._connect()
+            deadline = time.monotonic() + CALL_TIMEOUT_S
+            self._sock.settimeout(CALL_TIMEOUT_S)
+            self._sock.sendall(struct.pack(">I", len(body)) + body)
+            while True:
+                (n,) = struct.unpack(">I", self._recv_exact(4, deadline))
+                if n > MAX_FRAME_BYTES:
+                    raise ConnectionError(f"semantic-fs answer of {n} bytes is over the cap")
+                try:
+                    msg = json.loads(self._recv_exact(n, deadline))
+                except ValueError:
+                    continue
+                # An answer to an earlier call that timed out is not this one's.
+                if isinstance(msg, dict) and msg.get("id") == rid:
+                    break
+        except socket.timeout:
+            self._drop()
+            raise SemanticFsError(f"semantic-fs {op} timed out after {int(CALL_TIMEOUT_S * 1000)} ms")
+        except OSError as e:
+            self._drop()
+            raise SemanticFsError(f"semantic-fs connection failed: {e}") from e
         if not msg.get("ok"):
             raise SemanticFsError(msg.get("error") or "semantic-fs request failed")
         return msg
@@ -194,6 +197,28 @@ class SemanticFsClient:
     def register(self, app: str = "") -> Optional[str]:
         """Returns the name the daemon knows this app by (the kernel's word, not @app)."""
         return self._call("register", {"pid": os.getpid(), "app": app}).get("app")
+
+    def register_in_background(self, app: str, on_answer: Callable[[Optional[str], Optional[Exception]], None]):
+        """register() on a thread of its own, so that an app need not wait for the daemon to
+        start. The client is taken now and handed to the thread: any later call goes after
+        it, and after @on_answer(known, error) has run."""
+        self._lock.acquire()
+
+        def run():
+            try:
+                try:
+                    known, err = self._call_locked("register", {"pid": os.getpid(), "app": app}).get("app"), None
+                except Exception as e:  # noqa: BLE001 - handed to on_answer
+                    known, err = None, e
+                on_answer(known, err)
+            finally:
+                self._lock.release()
+
+        try:
+            threading.Thread(target=run, name="semantic-fs-register", daemon=True).start()
+        except BaseException:
+            self._lock.release()
+            raise
 
     def tag(self, path: str, task: Optional[str] = None, related_apps: Optional[List[str]] = None,
             embedding: Optional[List[float]] = None, model: Optional[str] = None):

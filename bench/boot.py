@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Boot benchmark: `berth-vmm run` to the guest's boot_complete event (state disk already
-formatted, as on every boot after the first), against the bare
+formatted, as on every boot after the first), booted cold and restored from the warm-start
+snapshot, against the bare
 boot of the same pinned kernel (same QEMU machine and command-line options) with a
 trivial init that powers off at once, measured in the same run and interleaved so both
 see the same machine load. Prints medians and the ratio; --json for a machine-readable
@@ -71,13 +72,14 @@ def bare_boot_argv(argv, initrd):
     return cmd
 
 
-def berth_boot(home, name):
-    """berth-vmm run → the guest's boot_complete event on the control port."""
+def berth_boot(home, name, cold=True):
+    """berth-vmm run → the guest's boot_complete event on the control port: a kernel boot, or
+    (cold=False) a restore from the warm-start snapshot. Returns the seconds and the boot mode."""
     env = dict(os.environ, BERTH_HOME=home)
     run_dir = os.path.join(home, "run/vm", name)
     t0 = time.monotonic()
-    # A kernel boot, not a restore from the warm-start snapshot (bench/warm.py measures that).
-    subprocess.run([VMM, "run", "--name", name, "--cold", "--state", os.path.join(home, "bench-state.img")],
+    subprocess.run([VMM, "run", "--name", name, "--state", os.path.join(home, "bench-state.img")]
+                   + (["--cold"] if cold else []),
                    env=env, check=True, stderr=subprocess.DEVNULL, timeout=60)
     s = socket.socket(socket.AF_UNIX)
     s.connect(os.path.join(run_dir, "control.sock"))
@@ -93,9 +95,10 @@ def berth_boot(home, name):
         buf += d
     elapsed = time.monotonic() - t0
     s.close()
+    mode = json.load(open(os.path.join(run_dir, "vm.json")))["boot"]["mode"]
     subprocess.run([BERTH, "vm", "stop", name], env=env, check=True, stdout=subprocess.DEVNULL,
                    timeout=60)
-    return elapsed
+    return elapsed, mode
 
 
 def engine_argv(home, name):
@@ -124,11 +127,15 @@ def main():
     try:
         initrd = build_trivial_initrd(work)
         argv, vm = engine_argv(home, "bench-probe")
-        bare, ours = [], []
+        bare, ours, restored = [], [], []
         berth_boot(home, "bench-warmup")  # formats the state disk once, outside the timing
+        # A restore needs the snapshot of this very berth-vmm (`berth vm install` makes it).
+        can_restore = berth_boot(home, "bench-warmup", cold=False)[1] == "restored"
         for i in range(args.n):
             bare.append(bare_boot({"argv": argv}, initrd))
-            ours.append(berth_boot(home, f"bench-{i}"))
+            ours.append(berth_boot(home, f"bench-{i}")[0])
+            if can_restore:
+                restored.append(berth_boot(home, f"bench-r{i}", cold=False)[0])
         os.unlink(os.path.join(home, "bench-state.img"))
         result = {
             "runs": args.n,
@@ -138,6 +145,8 @@ def main():
             "ratio": round(statistics.median(ours) / statistics.median(bare), 2),
             "bareMs": [round(x * 1000) for x in bare],
             "berthMs": [round(x * 1000) for x in ours],
+            "restoredToBootCompleteMedianMs": round(statistics.median(restored) * 1000) if restored else None,
+            "restoredMs": [round(x * 1000) for x in restored],
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}",
         }
         if args.json:
@@ -147,6 +156,11 @@ def main():
             print(f"  bare kernel boot to power-off (trivial init):  median {result['bareBootToPowerOffMedianMs']} ms  {result['bareMs']}")
             print(f"  berth-vmm run to boot_complete:                 median {result['berthRunToBootCompleteMedianMs']} ms  {result['berthMs']}")
             print(f"  ratio (berth / bare):                           {result['ratio']}")
+            if restored:
+                print(f"  berth-vmm run, restored, to boot_complete:      median {result['restoredToBootCompleteMedianMs']} ms  {result['restoredMs']}"
+                      f"  ({round(statistics.median(restored) / statistics.median(bare), 2)}x the bare boot)")
+            else:
+                print("  (no restore: no warm-start snapshot for this berth-vmm; run `berth vm install --vmm build/src/berth-vmm/berth-vmm`)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

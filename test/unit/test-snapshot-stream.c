@@ -4,8 +4,13 @@
  * it goes, and only a whole stream that matches its record is accepted. The reader here
  * stands in for QEMU: a child process that reads the pipe, one that is gone, one that never
  * reads. The file is larger than the pipe, so writer and reader must overlap.
+ *
+ * And the record (snapshot_find()): a snapshot is found only with its stream and its
+ * memory there at the sizes recorded, the memory the VM's size; anything else is removed.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +20,7 @@
 
 #include "accel.h"
 #include "digest.h"
+#include "fileio.h"
 #include "snapshot.h"
 #include "tests.h"
 #include "time-util.h"
@@ -179,17 +185,109 @@ TEST(a_reader_that_never_reads_times_out)
 	ASSERT_TRUE(strstr(why, "QEMU stopped reading the snapshot") != NULL);
 }
 
+/* A snapshot directory for @k in $BERTH_HOME: its record (@schema, a memory of @ram_size
+ * recorded), a 4 KiB stream and, unless @ram_file_size is 0, a memory file of that size. */
+static char *make_record(const SnapshotKey *k, int schema, uint64_t ram_size,
+			 uint64_t ram_file_size)
+{
+	char *sdir = snapshot_dir_for(k), path[PATH_MAX];
+	json_t *meta;
+	int fd;
+
+	ASSERT_NOT_NULL(sdir);
+	ASSERT_OK(mkdir_p(sdir, 0700));
+	meta = json_pack("{s:i, s:o, s:s, s:i, s:{s:s, s:I}, s:s, s:s}", "schema", schema, "key",
+			 snapshot_key_to_json(k), "sha256",
+			 "0000000000000000000000000000000000000000000000000000000000000000", "size",
+			 4096, "ram", "sha256",
+			 "1111111111111111111111111111111111111111111111111111111111111111", "size",
+			 (json_int_t)ram_size, "createdAt", "2026-12-03T00:00:00Z", "kernelCmdline",
+			 "console=ttyS0");
+	ASSERT_NOT_NULL(meta);
+	snprintf(path, sizeof(path), "%s/snapshot.json", sdir);
+	ASSERT_OK(json_dump_file(meta, path, 0));
+	json_decref(meta);
+	snprintf(path, sizeof(path), "%s/vm.snap", sdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_OK(ftruncate(fd, 4096));
+	close(fd);
+	snprintf(path, sizeof(path), "%s/ram", sdir);
+	(void)unlink(path);
+	if (ram_file_size > 0) {
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		ASSERT_TRUE(fd >= 0);
+		ASSERT_OK(ftruncate(fd, (off_t)ram_file_size));
+		close(fd);
+	}
+	return sdir;
+}
+
+static bool exists_in(const char *sdir, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", sdir, name);
+	return access(path, F_OK) == 0;
+}
+
+TEST(a_record_is_found_only_with_its_memory_at_the_vm_size)
+{
+	SnapshotKey k = {.cpus = 2, .mem_mib = 512};
+	const uint64_t mem = 512ULL << 20;
+	char why[1024], *sdir;
+	Snapshot s;
+
+	snprintf(k.kernel, sizeof(k.kernel), "%064d", 1);
+	snprintf(k.qemu, sizeof(k.qemu), "/usr/bin/qemu-system-x86_64");
+	/* Whole: found, with the memory's record. */
+	sdir = make_record(&k, SNAPSHOT_SCHEMA, mem, mem);
+	ASSERT_OK(snapshot_find(&k, &s, why, sizeof(why)));
+	ASSERT_EQ(s.ram_size, mem);
+	ASSERT_STREQ(s.ram_sha256,
+		     "1111111111111111111111111111111111111111111111111111111111111111");
+	ASSERT_TRUE(strstr(s.ram_path, "/ram") != NULL);
+	free(sdir);
+	/* No memory file: refused, and the rest removed. */
+	sdir = make_record(&k, SNAPSHOT_SCHEMA, mem, 0);
+	ASSERT_ERROR(snapshot_find(&k, &s, why, sizeof(why)), ESTALE);
+	ASSERT_TRUE(strstr(why, "memory") != NULL);
+	ASSERT_FALSE(exists_in(sdir, "vm.snap") || exists_in(sdir, "snapshot.json"));
+	free(sdir);
+	/* A memory file of another size than recorded. */
+	sdir = make_record(&k, SNAPSHOT_SCHEMA, mem, mem / 2);
+	ASSERT_ERROR(snapshot_find(&k, &s, why, sizeof(why)), ESTALE);
+	ASSERT_FALSE(exists_in(sdir, "ram"));
+	free(sdir);
+	/* A record whose memory is not the VM's size. */
+	sdir = make_record(&k, SNAPSHOT_SCHEMA, mem / 2, mem / 2);
+	ASSERT_ERROR(snapshot_find(&k, &s, why, sizeof(why)), ESTALE);
+	ASSERT_TRUE(strstr(why, "not one this berth-vmm wrote") != NULL);
+	free(sdir);
+	/* An older berth-vmm's record, the memory in its stream. */
+	sdir = make_record(&k, 1, mem, mem);
+	ASSERT_ERROR(snapshot_find(&k, &s, why, sizeof(why)), ESTALE);
+	ASSERT_FALSE(exists_in(sdir, "ram") || exists_in(sdir, "snapshot.json"));
+	free(sdir);
+	/* None at all. */
+	ASSERT_ERROR(snapshot_find(&k, &s, why, sizeof(why)), ENOENT);
+}
+
 int main(void)
 {
-	char path[sizeof(dir) + 16];
+	char path[sizeof(dir) + 16], home[sizeof(dir) + 16];
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
 	if (!mkdtemp(dir))
 		return 1;
+	/* snapshot_find() looks in $BERTH_HOME/vm/snapshots. */
+	snprintf(home, sizeof(home), "%s/home", dir);
+	setenv("BERTH_HOME", home, 1);
 	r = tests_run();
 	snprintf(path, sizeof(path), "%s/vm.snap", dir);
 	(void)unlink(path);
+	(void)rm_rf(home);
 	(void)rmdir(dir);
 	return r;
 }

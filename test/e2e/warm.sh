@@ -58,7 +58,15 @@ undev() {
 vmj() { echo "$BERTH_HOME/run/vm/berth-dev-$1/vm.json"; }
 rpc() { "$berth" rpc "$1" --export "$2" ${3:+--input "$3"} 2>"$BERTH_HOME/rpc.err"; }
 # field APP EXPORT INPUT KEY: one key of the export's result (None when null).
-field() { rpc "$1" "$2" "$3" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$4"; }
+# A failed call says why on standard error (the test log), with the end of the app's log.
+field() {
+	local out
+	if ! out=$(rpc "$1" "$2" "$3") || [ -z "$out" ]; then
+		{ echo "berth rpc $1 --export $2 failed:"; cat "$BERTH_HOME/rpc.err"; tail -n 40 "$BERTH_HOME/$1.log"; } | diag >&2
+		return 1
+	fi
+	python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$4" <<<"$out"
+}
 boot_mode() { json_get "$(vmj "$1")" boot mode 2>/dev/null; }
 
 token=warm-$(rand)

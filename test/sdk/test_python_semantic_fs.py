@@ -168,22 +168,28 @@ class SemanticFsAgainstDaemon(unittest.TestCase):
                 continue
         self.assertEqual(len(res), 8)
 
-    def test_runtime_is_ready_before_the_daemon_accepts(self):
-        # A socket-activated daemon still starting: its socket listens, nobody accepts yet.
-        app = os.path.join(self.work, "app-early")
+    def app_dir(self, name, sfs_socket):
+        """A Python app of APP_YML/APP_PY under the work dir, and the runtime's environment
+        with semantic-fs at @sfs_socket and no context bus."""
+        app = os.path.join(self.work, name)
         os.makedirs(os.path.join(app, "src"))
         with open(os.path.join(app, "berth.yml"), "w") as f:
             f.write(APP_YML)
         with open(os.path.join(app, "src", "app.py"), "w") as f:
             f.write(APP_PY)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SDK,
+               "BERTH_CONTEXT_BUS_SOCKET": os.path.join(self.work, "no-bus.sock"),
+               "BERTH_SEMANTIC_FS_SOCKET": sfs_socket, "BERTH_CONTEXT_MOUNT": self.d.context,
+               "BERTH_BOOT_ID": "test-boot"}
+        return app, env
+
+    def test_runtime_is_ready_before_the_daemon_accepts(self):
+        # A socket-activated daemon still starting: its socket listens, nobody accepts yet.
         path = os.path.join(self.work, "not-yet.sock")
         lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         lsock.bind(path)
         lsock.listen(8)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SDK,
-               "BERTH_CONTEXT_BUS_SOCKET": os.path.join(self.work, "no-bus.sock"),
-               "BERTH_SEMANTIC_FS_SOCKET": path, "BERTH_CONTEXT_MOUNT": self.d.context,
-               "BERTH_BOOT_ID": "test-boot"}
+        app, env = self.app_dir("app-early", path)
         p = subprocess.Popen([sys.executable, "-m", "berth_sdk.runtime"], cwd=app, env=env,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
@@ -209,16 +215,7 @@ class SemanticFsAgainstDaemon(unittest.TestCase):
             lsock.close()
 
     def test_runtime_hands_the_client_to_the_app(self):
-        app = os.path.join(self.work, "app")
-        os.makedirs(os.path.join(app, "src"))
-        with open(os.path.join(app, "berth.yml"), "w") as f:
-            f.write(APP_YML)
-        with open(os.path.join(app, "src", "app.py"), "w") as f:
-            f.write(APP_PY)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SDK,
-               "BERTH_CONTEXT_BUS_SOCKET": os.path.join(self.work, "no-bus.sock"),
-               "BERTH_SEMANTIC_FS_SOCKET": self.d.sock, "BERTH_CONTEXT_MOUNT": self.d.context,
-               "BERTH_BOOT_ID": "test-boot"}
+        app, env = self.app_dir("app", self.d.sock)
         req = {"id": "1", "export": "write_tag_query",
                "input": {"path": "okapi.md", "content": "an okapi census\n", "task": "survey",
                          "text": "okapi"}}

@@ -19,6 +19,8 @@ vmjson=$BERTH_HOME/run/vm/berth-dev-filesystem/vm.json
 dev_start() {
 	local log=$1 i
 	shift
+	# Emptied before the child starts: the last run's "VM ready" must not be read.
+	: >"$log"
 	(cd "$ws/filesystem" && exec "$berth" dev "$@" >"$log" 2>&1) &
 	dev_pid=$!
 	for ((i = 0; i < 1500; i++)); do

@@ -52,6 +52,8 @@ field() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eva
 dev() {
 	local dir=$1 log=$2 i
 	shift 2
+	# Emptied before the child starts: the last run's "VM ready" must not be read.
+	: >"$log"
 	(cd "$dir" && exec "$berth" dev --runtime docker "$@" >"$log" 2>&1) &
 	dev_pid=$!
 	for ((i = 0; i < 900; i++)); do

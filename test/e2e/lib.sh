@@ -82,6 +82,9 @@ qemu_pid() { pgrep -f "qemu-system-x86_64.*$BERTH_HOME/run/vm/$1/" | head -1; }
 start_dev() {
 	local dir=$1 log=$2 i
 	shift 2
+	# Emptied here, not in the background child: until it runs, the last run's log
+	# (and its "VM ready") would still be there to read.
+	: >"$log"
 	(cd "$dir" && exec "$berth" dev "$@" >"$log" 2>&1) &
 	dev_pid=$!
 	for ((i = 0; i < 900; i++)); do

@@ -67,6 +67,8 @@ seen() { wc -l <"$BERTH_HOME/wrap.log" 2>/dev/null || echo 0; }
 dev() {
 	local log=$1
 	shift
+	# Emptied before the child starts: the last run's "VM ready" must not be read.
+	: >"$log"
 	(cd "$app" && exec python3 -c 'import os,signal,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
 		"$berth" dev "$@" >"$log" 2>&1) &
 	dev_pid=$!

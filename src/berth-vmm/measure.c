@@ -17,7 +17,25 @@
 
 #define CHUNK_BYTES (1024 * 1024)
 
-static _noreturn_ void measure_child(int out, const int *fds, const bool *chunked, size_t n)
+/* One job of the child's: hash @fd (a plain sha256, or with @chunk the chunked digest of a
+ * sparse file), copying what it reads into @copy_to when that is a descriptor. */
+typedef struct MeasureJob {
+	int fd;
+	uint64_t chunk;
+	int copy_to;
+} MeasureJob;
+
+static int run_job(const MeasureJob *job, MeasureResult *res)
+{
+	if (job->copy_to >= 0)
+		return sha256_chunked_copy_fd_hex(job->fd, job->chunk, job->copy_to, res->sha256,
+						  &res->bytes);
+	if (job->chunk > 0)
+		return sha256_chunked_fd_hex(job->fd, job->chunk, res->sha256, &res->bytes);
+	return sha256_fd_hex(job->fd, res->sha256, &res->bytes);
+}
+
+static _noreturn_ void measure_child(int out, const MeasureJob *jobs, size_t n)
 {
 	/* Nothing outlives the berth-vmm it measures for. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -25,10 +43,7 @@ static _noreturn_ void measure_child(int out, const int *fds, const bool *chunke
 		MeasureResult res = {};
 		int64_t t0 = now_ms();
 
-		res.error = chunked[i] ? sha256_chunked_fd_hex(fds[i], CHUNK_BYTES, res.sha256,
-							       &res.bytes)
-				       : sha256_fd_hex(fds[i], res.sha256, &res.bytes);
-		res.error = MIN(res.error, 0);
+		res.error = MIN(run_job(&jobs[i], &res), 0);
 		res.ms = now_ms() - t0;
 		if (write(out, &res, sizeof(res)) != (ssize_t)sizeof(res))
 			_exit(EXIT_FAILURE);
@@ -36,32 +51,7 @@ static _noreturn_ void measure_child(int out, const int *fds, const bool *chunke
 	_exit(EXIT_SUCCESS);
 }
 
-int measure_start_copy(Measure *m, int from, uint64_t chunk, int to)
-{
-	int fd = -EBADF;
-	pid_t pid;
-
-	*m = (Measure){.fd = -EBADF, .n = 1};
-	pid = fork_pipe(&fd);
-	if (pid < 0)
-		return pid;
-	if (pid == 0) {
-		MeasureResult res = {};
-		int64_t t0 = now_ms();
-
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		res.error =
-			MIN(sha256_chunked_copy_fd_hex(from, chunk, to, res.sha256, &res.bytes), 0);
-		res.ms = now_ms() - t0;
-		_exit(write(fd, &res, sizeof(res)) == (ssize_t)sizeof(res) ? EXIT_SUCCESS
-									   : EXIT_FAILURE);
-	}
-	m->pid = pid;
-	m->fd = fd;
-	return 0;
-}
-
-int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n)
+static int start_jobs(Measure *m, const MeasureJob *jobs, size_t n)
 {
 	int fd = -EBADF;
 	pid_t pid;
@@ -73,10 +63,27 @@ int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n)
 	if (pid < 0)
 		return pid;
 	if (pid == 0)
-		measure_child(fd, fds, chunked, n);
+		measure_child(fd, jobs, n);
 	m->pid = pid;
 	m->fd = fd;
 	return 0;
+}
+
+int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n)
+{
+	MeasureJob jobs[MEASURE_JOBS_MAX];
+
+	/* More than fit is refused by start_jobs(). */
+	for (size_t i = 0; i < MIN(n, (size_t)MEASURE_JOBS_MAX); i++)
+		jobs[i] = (MeasureJob){fds[i], chunked[i] ? CHUNK_BYTES : 0, -EBADF};
+	return start_jobs(m, jobs, n);
+}
+
+int measure_start_copy(Measure *m, int from, uint64_t chunk, int to)
+{
+	MeasureJob job = {from, chunk, to};
+
+	return start_jobs(m, &job, 1);
 }
 
 static void reap(Measure *m, bool kill_it)

@@ -249,7 +249,6 @@ static void probe_boot(AccelHost *h, Accel accel, long long deadline_ms, AccelTr
 		.cpus = 2,
 		.mem_mib = 512,
 		.accel = accel,
-		.incoming_fd = -EBADF,
 		.ram_fd = -EBADF,
 		.qemu_binary = h->qemu,
 		.extra_cmdline = "berth.probe=1",

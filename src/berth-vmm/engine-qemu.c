@@ -178,7 +178,7 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	/* Restored, the VM stays paused (-S, whatever state the stream claims): the supervisor
 	 * resumes it once the whole snapshot is read and its hash checked. The stream waits
 	 * (defer) until its memory is in and the capabilities of its making are set. */
-	if (cfg->incoming_fd >= 0) {
+	if (cfg->incoming) {
 		argv_add(&b, "-S");
 		argv_add(&b, "-incoming");
 		argv_add(&b, "defer");
@@ -245,8 +245,6 @@ static int qemu_start(Engine *e, const VmConfig *cfg)
 			keep_fd(cfg->artifacts->a[k].fd);
 		for (size_t i = 0; i < cfg->n_disks; i++)
 			keep_fd(cfg->disks[i].fd);
-		if (cfg->incoming_fd >= 0)
-			keep_fd(cfg->incoming_fd);
 		if (cfg->ram_fd >= 0)
 			keep_fd(cfg->ram_fd);
 		/* berth-vmm blocks the signals its event loop reads from a signalfd; QEMU must

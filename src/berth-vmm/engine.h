@@ -65,8 +65,8 @@ typedef struct VmConfig {
 	/* The kernel console is QEMU's standard output, a pipe the supervisor reads
 	 * (Engine.console_fd): it decides what of it a file on the host keeps. */
 	const char *qmp_path; /* QEMU's QMP socket (saving and restoring), or NULL for none */
-	int incoming_fd;      /* >= 0: restore from this descriptor (-incoming defer, then
-			       * migrate-incoming fd:N over QMP) */
+	bool incoming;	      /* a restore: -incoming defer; the stream's descriptor comes
+			       * over QMP (getfd), then migrate-incoming */
 	int ram_fd; /* >= 0: the guest's memory is this memfd (share=on), which a snapshot's
 		     * stream leaves out (x-ignore-shared); otherwise QEMU's own */
 	const char *qemu_binary;

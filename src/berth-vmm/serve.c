@@ -510,13 +510,11 @@ static int ram_loaded(Vmm *v, char *err, size_t errlen)
 static int resume_qemu(Vmm *v, char *err, size_t errlen)
 {
 	_cleanup_(qmp_freep) Qmp *q = NULL;
-	_cleanup_(json_decrefp) json_t *caps = snapshot_capabilities(), *incoming = NULL;
+	_cleanup_(json_decrefp) json_t *caps = snapshot_capabilities(),
+				       *incoming = json_pack("{s:s}", "uri", "fd:snapshot");
 	int64_t deadline = now_ms() + RESTORE_TIMEOUT_MS;
-	char uri[32];
 	int r;
 
-	snprintf(uri, sizeof(uri), "fd:%d", v->incoming_fd_in_qemu);
-	incoming = json_pack("{s:s}", "uri", uri);
 	if (!caps || !incoming)
 		return -ENOMEM;
 	/* QEMU reads the guest's memory as it loads the devices (virtio's rings): the memory
@@ -530,6 +528,12 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 		return r;
 	}
 	r = qmp_execute(q, "migrate-set-capabilities", caps, RESTORE_TIMEOUT_MS, NULL, err, errlen);
+	/* The stream's read end goes to QEMU as a named descriptor; ours is closed so that the
+	 * pipe breaks when QEMU stops reading. */
+	if (r >= 0)
+		r = qmp_send_fd(q, v->snapshot_pipe[0], "snapshot", RESTORE_TIMEOUT_MS, err,
+				errlen);
+	v->snapshot_pipe[0] = safe_close(v->snapshot_pipe[0]);
 	if (r >= 0)
 		r = qmp_execute(q, "migrate-incoming", incoming, RESTORE_TIMEOUT_MS, NULL, err,
 				errlen);
@@ -615,9 +619,6 @@ static int start_engine(Vmm *v)
 				       v->args.docker ? "the container" : "QEMU");
 	if (!v->restore)
 		return 0;
-	/* QEMU has its own copy of the pipe's read end. */
-	v->snapshot_pipe[0] = safe_close(v->snapshot_pipe[0]);
-	v->vm.incoming_fd = -EBADF;
 	r = resume_qemu(v, err, sizeof(err));
 	if (r >= 0)
 		return 0;

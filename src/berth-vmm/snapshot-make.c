@@ -330,14 +330,15 @@ static int make(const SnapshotKey *k, VmConfig *cfg, const char *dir, int ready_
 			    (long)(now_ms() - t0), ready_ms);
 	if (r >= 0) {
 		struct stat st;
+		/* What the memory takes on disk, holes left out; what was copied if unknown. */
+		uint64_t ram_on_disk =
+			fstat(ram_tmp, &st) == 0 ? (uint64_t)st.st_blocks * 512 : ram_bytes;
 
 		printf("snapshot %.12s made in %lld ms (template ready in %lld ms, %llu MiB of "
 		       "memory, %llu KiB of devices): %s\n",
 		       sha, (long long)(now_ms() - t0), (long long)ready_ms,
-		       (unsigned long long)((fstat(ram_tmp, &st) == 0 ? (uint64_t)st.st_blocks * 512
-								      : ram_bytes) >>
-					    20),
-		       (unsigned long long)(size >> 10), dir);
+		       (unsigned long long)(ram_on_disk >> 20), (unsigned long long)(size >> 10),
+		       dir);
 	}
 out:
 	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
@@ -473,7 +474,6 @@ int vmm_snapshot_main(int argc, char **argv)
 		.cpus = cpus,
 		.mem_mib = mem,
 		.accel = choice.accel,
-		.incoming_fd = -EBADF,
 		.ram_fd = -EBADF,
 		.qemu_binary = qemu,
 		.extra_cmdline = SNAPSHOT_TEMPLATE_CMDLINE,

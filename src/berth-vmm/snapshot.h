@@ -94,7 +94,7 @@ int snapshot_find(const SnapshotKey *k, Snapshot *ret, char *why, size_t whylen)
 
 /*
  * snapshot_open_stream() - open the snapshot's file, and a pipe for QEMU to read it from
- * (-incoming fd:, the read end in @ret_pipe[0]; the write end, @ret_pipe[1], is
+ * (sent to it over QMP, the read end in @ret_pipe[0]; the write end, @ret_pipe[1], is
  * non-blocking). Returns the file's fd, or -errno with why in @why.
  *
  * snapshot_stream() - write the file into the pipe while QEMU reads it, hashing what is

@@ -834,7 +834,7 @@ static int try_restore(Vmm *v)
 	if (asprintf(&v->qmp_path, "%s/qmp.sock", v->run_dir) < 0)
 		return -ENOMEM;
 	c->qmp_path = v->qmp_path;
-	c->incoming_fd = v->incoming_fd_in_qemu = v->snapshot_pipe[0];
+	c->incoming = true;
 	c->ram_fd = v->ram_fd;
 	c->cmdline = v->snapshot.cmdline;
 	c->tsc_khz = 0; /* the template's kernel measured the clock it runs on */
@@ -880,7 +880,7 @@ int vmm_config_cold(Vmm *v, const char *reason)
 	v->ram_fd = safe_close(v->ram_fd);
 	if (reason != v->boot_reason) /* snprintf() must not copy onto itself */
 		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", reason);
-	c->incoming_fd = -EBADF;
+	c->incoming = false;
 	c->ram_fd = -EBADF;
 	c->qmp_path = NULL;
 	c->cmdline = NULL;
@@ -974,7 +974,6 @@ static int docker_config(Vmm *v)
 		.artifacts = &v->artifacts,
 		.cpus = v->args.cpus,
 		.mem_mib = v->args.mem_mib,
-		.incoming_fd = -EBADF,
 		.ram_fd = -EBADF,
 		.container = c,
 	};
@@ -1004,7 +1003,6 @@ static int build_vm_config(Vmm *v)
 		.cpus = v->args.cpus,
 		.mem_mib = v->args.mem_mib,
 		.accel = v->accel.accel,
-		.incoming_fd = -EBADF,
 		.ram_fd = -EBADF,
 		.qemu_binary = v->qemu,
 		.extra_cmdline = v->cmdline_extra,
@@ -1023,7 +1021,7 @@ static void vmm_fds_init(Vmm *v)
 {
 	v->measure = (Measure){.fd = -EBADF};
 	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
-	v->ram_image_fd = v->ram_fd = v->incoming_fd_in_qemu = -EBADF;
+	v->ram_image_fd = v->ram_fd = -EBADF;
 	v->snapshot_pipe[0] = v->snapshot_pipe[1] = -EBADF;
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
 		v->placeholder_fds[i] = -EBADF;

@@ -68,6 +68,21 @@ field() {
 	python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$4" <<<"$out"
 }
 boot_mode() { json_get "$(vmj "$1")" boot mode 2>/dev/null; }
+# flip FILE OFFSET: invert the byte at OFFSET (data+N: N bytes past the file's first data,
+# for a sparse file). Flipped, not overwritten: a byte that already had the new value would
+# change nothing.
+flip() {
+	python3 - "$1" "$2" <<'EOF'
+import os, sys
+with open(sys.argv[1], "r+b") as f:
+    where = sys.argv[2]
+    at = os.lseek(f.fileno(), 0, os.SEEK_DATA) + int(where[5:]) if where.startswith("data+") else int(where)
+    f.seek(at)
+    b = f.read(1)[0]
+    f.seek(at)
+    f.write(bytes([b ^ 0xFF]))
+EOF
+}
 
 token=warm-$(rand)
 marker=marker-$(rand)
@@ -145,15 +160,7 @@ undev alpha
 
 # --- A tampered snapshot: one byte flipped in the middle, the size unchanged.
 size=$(stat -c %s "$snapdir/vm.snap")
-# Flipped, not overwritten: a byte that already had the new value would change nothing.
-python3 - "$snapdir/vm.snap" "$((size / 2))" <<'EOF'
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2]))
-    b = f.read(1)[0]
-    f.seek(int(sys.argv[2]))
-    f.write(bytes([b ^ 0xFF]))
-EOF
+flip "$snapdir/vm.snap" "$((size / 2))"
 check "the flip changed the snapshot" test "$(sha256sum "$snapdir/vm.snap" | cut -d' ' -f1)" != "$sha"
 dev alpha
 check "a tampered snapshot is refused: the VM boots cold" test "$(boot_mode alpha)" = cold
@@ -212,15 +219,7 @@ check "and confined the same way" \
 	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$(ida status)"
 undev alpha
 # --- Tampered memory: one byte flipped among the data the template left, the size unchanged.
-python3 - "$snapdir/ram" <<'EOF'
-import os, sys
-with open(sys.argv[1], "r+b") as f:
-    at = os.lseek(f.fileno(), 0, os.SEEK_DATA) + 4096 * 7 + 123
-    f.seek(at)
-    b = f.read(1)[0]
-    f.seek(at)
-    f.write(bytes([b ^ 0xFF]))
-EOF
+flip "$snapdir/ram" data+$((4096 * 7 + 123))
 dev alpha
 check "a snapshot whose memory was tampered with is refused: the VM boots cold" test "$(boot_mode alpha)" = cold
 reason=$(json_get "$(vmj alpha)" boot reason 2>/dev/null)

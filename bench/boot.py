@@ -8,8 +8,13 @@ trivial init that powers off at once, measured in the same run and interleaved s
 see the same machine load. Prints medians and the ratio; --json for a machine-readable
 record.
 
-Usage: bench/boot.py [-n RUNS] [--json]   (needs build/ and the artifacts installed in
-BERTH_HOME or ~/.berth, e.g. by scripts/main-job.sh)
+--against VMM also restores with another berth-vmm binary (an A/B of two builds, say
+main's and a branch's, built with the same pins), interleaved with the rest: it gets a
+BERTH_HOME of its own beside the first, holding links to the same artifacts and the
+snapshots it makes itself, since a snapshot is made for exactly one berth-vmm.
+
+Usage: bench/boot.py [-n RUNS] [--json] [--against VMM]   (needs build/ and the artifacts
+installed in BERTH_HOME or ~/.berth, e.g. by scripts/main-job.sh)
 """
 import argparse
 import json
@@ -72,13 +77,13 @@ def bare_boot_argv(argv, initrd):
     return cmd
 
 
-def berth_boot(home, name, cold=True):
+def berth_boot(home, name, cold=True, vmm=VMM):
     """berth-vmm run → the guest's boot_complete event on the control port: a kernel boot, or
     (cold=False) a restore from the warm-start snapshot. Returns the seconds and the boot mode."""
     env = dict(os.environ, BERTH_HOME=home)
     run_dir = os.path.join(home, "run/vm", name)
     t0 = time.monotonic()
-    subprocess.run([VMM, "run", "--name", name, "--state", os.path.join(home, "bench-state.img")]
+    subprocess.run([vmm, "run", "--name", name, "--state", os.path.join(home, "bench-state.img")]
                    + (["--cold"] if cold else []),
                    env=env, check=True, stderr=subprocess.DEVNULL, timeout=60)
     s = socket.socket(socket.AF_UNIX)
@@ -117,13 +122,32 @@ def engine_argv(home, name):
     return argv, vm
 
 
+def home_for(vmm, home):
+    """A BERTH_HOME beside @home for another berth-vmm: the same artifacts (hard links where
+    the file system allows, copies otherwise), and that berth-vmm's own snapshots."""
+    other = tempfile.mkdtemp(prefix=".bench-against.", dir=os.path.dirname(os.path.abspath(home)))
+    os.makedirs(os.path.join(other, "vm"))
+    for part in ("kernel", "rootfs", "layers", "accel.json"):
+        src = os.path.join(home, "vm", part)
+        if os.path.exists(src):
+            dst = os.path.join(other, "vm", part)
+            if subprocess.run(["cp", "-al", src, dst], stderr=subprocess.DEVNULL).returncode != 0:
+                shutil.rmtree(dst, ignore_errors=True)
+                subprocess.run(["cp", "-a", src, dst], check=True)
+    subprocess.run([vmm, "snapshot"], env=dict(os.environ, BERTH_HOME=other), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    return other
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--against", metavar="VMM", help="also restore with this berth-vmm")
     args = ap.parse_args()
     home = os.environ.get("BERTH_HOME") or os.path.expanduser("~/.berth")
     work = tempfile.mkdtemp(prefix="berth-bench.")
+    other = None
     try:
         initrd = build_trivial_initrd(work)
         argv, vm = engine_argv(home, "bench-probe")
@@ -131,11 +155,19 @@ def main():
         berth_boot(home, "bench-warmup")  # formats the state disk once, outside the timing
         # A restore needs the snapshot of this very berth-vmm (`berth vm install` makes it).
         can_restore = berth_boot(home, "bench-warmup", cold=False)[1] == "restored"
+        against = []
+        if args.against:
+            other = home_for(os.path.abspath(args.against), home)
+            berth_boot(other, "bench-warmup", vmm=args.against)
+            if berth_boot(other, "bench-warmup", cold=False, vmm=args.against)[1] != "restored":
+                raise RuntimeError(f"{args.against} did not restore from the snapshot it made")
         for i in range(args.n):
             bare.append(bare_boot({"argv": argv}, initrd))
             ours.append(berth_boot(home, f"bench-{i}")[0])
             if can_restore:
                 restored.append(berth_boot(home, f"bench-r{i}", cold=False)[0])
+            if other:
+                against.append(berth_boot(other, f"bench-a{i}", cold=False, vmm=args.against)[0])
         os.unlink(os.path.join(home, "bench-state.img"))
         result = {
             "runs": args.n,
@@ -147,6 +179,9 @@ def main():
             "berthMs": [round(x * 1000) for x in ours],
             "restoredToBootCompleteMedianMs": round(statistics.median(restored) * 1000) if restored else None,
             "restoredMs": [round(x * 1000) for x in restored],
+            "againstVmm": args.against,
+            "againstRestoredToBootCompleteMedianMs": round(statistics.median(against) * 1000) if against else None,
+            "againstRestoredMs": [round(x * 1000) for x in against],
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}",
         }
         if args.json:
@@ -161,8 +196,13 @@ def main():
                       f"  ({round(statistics.median(restored) / statistics.median(bare), 2)}x the bare boot)")
             else:
                 print("  (no restore: no warm-start snapshot for this berth-vmm; run `berth vm install --vmm build/src/berth-vmm/berth-vmm`)")
+            if against:
+                print(f"  restored with {args.against}:  median {result['againstRestoredToBootCompleteMedianMs']} ms  {result['againstRestoredMs']}"
+                      f"  ({round(statistics.median(against) / statistics.median(bare), 2)}x the bare boot)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if other:
+            shutil.rmtree(other, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@
 #define REPORT_BYTES_MAX (64 * 1024) /* of agent-init's reports, per app */
 #define PENDING_RPC_MAX 16
 #define RPC_WAIT_USEC (60 * USEC_PER_SEC)
+/* The longest the context daemons wait for the apps to start (context_release()). */
+#define CONTEXT_HOLD_USEC (3 * USEC_PER_SEC)
 /* berth-init's own variables (about 20), then the secrets: the host's secrets disk holds at
  * most 512 names an app and 512 shared (ENV_NAMES_MAX), so every one of them fits. */
 #define ENV_OWN_MAX 32
@@ -133,11 +135,13 @@ static const json_t *apps_secrets;
 static App apps[APPS_MAX];
 static unsigned n_apps;
 static EvSource *pending_timer;
-static int governor_app = -1; /* index of the app that governs the others' calls */
-static int egress_app = -1;   /* index of the app the egress broker serves */
-static int github_app = -1;   /* index of the app the GitHub broker serves */
-static int browser_app = -1;  /* index of the app the display stack serves */
-static bool launching;	      /* waiting for the brokers before starting the apps */
+static int governor_app = -1;	   /* index of the app that governs the others' calls */
+static int egress_app = -1;	   /* index of the app the egress broker serves */
+static int github_app = -1;	   /* index of the app the GitHub broker serves */
+static int browser_app = -1;	   /* index of the app the display stack serves */
+static bool launching;		   /* waiting for the brokers before starting the apps */
+static EvSource *context_hold;	   /* the context daemons wait for the apps' start... */
+static int64_t context_hold_since; /* ... since then (now_ms()) */
 static unsigned brokers_pending;
 static void (*launch_none_started)(void);
 
@@ -744,6 +748,33 @@ static void take_agent_init_report(App *a, const char *line, size_t len)
 
 static void reload_finish(ReloadPhase next, int r, const char *why);
 
+/* The context daemons run once no app is still starting, or after CONTEXT_HOLD_USEC at
+ * the most (an app that waits for one of them at its start waits that long, no more). */
+static void release_context(const char *after)
+{
+	if (!context_hold)
+		return;
+	context_hold = ev_source_free(context_hold);
+	journal_event("context_daemons_released",
+		      json_pack("{s:s, s:I}", "after", after, "heldMs",
+				(json_int_t)(now_ms() - context_hold_since)));
+	context_release();
+}
+
+static void release_context_if_started(void)
+{
+	for (unsigned i = 0; i < n_apps; i++)
+		if (apps[i].state == APP_STARTING || apps[i].state == APP_PENDING)
+			return;
+	release_context("apps started");
+}
+
+static int on_context_hold_over(EvSource *s, uint64_t usec, void *userdata)
+{
+	release_context("hold expired");
+	return 0;
+}
+
 static void output_line(Output *o, const char *line, size_t len)
 {
 	App *a = o->app;
@@ -762,6 +793,7 @@ static void output_line(Output *o, const char *line, size_t len)
 		a->state = APP_READY;
 		journal_event("app_ready",
 			      json_pack("{s:s, s:i}", "app", a->name, "pid", (int)a->pid));
+		release_context_if_started();
 		if (reloading(a) && reload.phase == RELOAD_STARTING)
 			reload_finish(RELOAD_NONE, 0, NULL);
 	}
@@ -1109,6 +1141,7 @@ static void launch_rest(void)
 	launching = false;
 	if (start_pending() == 0 && launch_none_started)
 		launch_none_started();
+	release_context_if_started();
 }
 
 /* A broker is ready, or not: the apps start once every broker has answered. */
@@ -1176,8 +1209,16 @@ void apps_launch(void (*none_started)(void))
 	launching = true;
 	/* Counted before any starts: a start that fails at once answers from here. */
 	brokers_pending = egress + github + browser + context + 1;
-	if (context > 0)
+	if (context > 0) {
+		context_hold_since = now_ms();
+		if (ev_add_time_relative(apps_loop, &context_hold, CONTEXT_HOLD_USEC,
+					 on_context_hold_over, NULL) < 0)
+			context_hold = NULL;
 		context_start(apps_loop, on_context_ready, NULL);
+		/* No timer: nothing would release them later. */
+		if (!context_hold)
+			context_release();
+	}
 	if (browser)
 		browser_start(apps_loop, on_browser_ready, NULL);
 	if (egress)
@@ -1254,6 +1295,7 @@ bool apps_child_exited(pid_t pid, int status)
 			continue;
 		a->state = APP_EXITED;
 		a->status = status;
+		release_context_if_started();
 		ev = json_pack("{s:s, s:i, s:b}", "app", a->name, "pid", (int)pid, "stopped",
 			       a->stopped);
 		if (WIFEXITED(status))

@@ -231,10 +231,18 @@ void context_start(EvLoop *loop, daemon_ready_t cb, void *userdata)
 		"BERTH_APP_SUPPLEMENTARY_GIDS=9999",
 		NULL,
 	};
+	/* Both are socket-activated: bound now, run once the apps have started. */
+	ctx.bus.hold = ctx.sfs.hold = true;
 	if (ctx.bus_set_up)
 		daemon_start(&ctx.bus, loop, bus_extra, NULL, cb, userdata);
 	if (ctx.sfs_set_up)
 		daemon_start(&ctx.sfs, loop, sfs_extra, NULL, cb, userdata);
+}
+
+void context_release(void)
+{
+	daemon_release(&ctx.bus);
+	daemon_release(&ctx.sfs);
 }
 
 const char *const *context_app_env(void)

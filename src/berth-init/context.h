@@ -47,10 +47,13 @@ bool semantic_fs_present(void);
  * so in the journal. */
 void context_setup(const ContextApp *apps, size_t n, bool persistent);
 
-/* How many daemons were set up; context_start() starts them, and @cb is called once for
- * each, from the loop or at once. */
+/* How many daemons were set up; context_start() binds their sockets, and @cb is called
+ * once for each, from the loop or at once. context_release() then execs them: an app that
+ * connects before is queued (both are socket-activated), and does not share the CPU with
+ * their start while it starts itself. */
 unsigned context_daemons(void);
 void context_start(EvLoop *loop, daemon_ready_t cb, void *userdata);
+void context_release(void);
 
 /* The apps' environment: "K=V" strings, NULL-terminated, valid for the VM's life. */
 const char *const *context_app_env(void);

@@ -22,10 +22,8 @@
 #include "macros.h"
 
 static const char *const state_names[_DAEMON_STATE_MAX] = {
-	[DAEMON_NONE] = "none",
-	[DAEMON_STARTING] = "starting",
-	[DAEMON_READY] = "ready",
-	[DAEMON_EXITED] = "exited",
+	[DAEMON_NONE] = "none",	  [DAEMON_HELD] = "held",     [DAEMON_STARTING] = "starting",
+	[DAEMON_READY] = "ready", [DAEMON_EXITED] = "exited",
 };
 
 const char *daemon_state_name(DaemonState s)
@@ -267,12 +265,11 @@ static int on_ready_timeout(EvSource *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+static void spawn(Daemon *d, const char *const *extra, const json_t *secrets);
+
 void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_t *secrets,
 		  daemon_ready_t cb, void *userdata)
 {
-	int out[2] = {-EBADF, -EBADF}, err[2] = {-EBADF, -EBADF};
-	pid_t pid;
-
 	d->loop = loop;
 	d->cb = cb;
 	d->userdata = userdata;
@@ -290,6 +287,34 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 		}
 		d->listen_fd = r;
 	}
+	/* Held: bound and answered for now, run on daemon_release(). */
+	if (d->hold && d->socket) {
+		daemon_ready_t early = d->cb;
+
+		d->held_extra = extra;
+		d->held_secrets = secrets;
+		d->state = DAEMON_HELD;
+		d->cb = NULL;
+		if (early)
+			early(true, NULL, userdata);
+		return;
+	}
+	spawn(d, extra, secrets);
+}
+
+void daemon_release(Daemon *d)
+{
+	if (d->state != DAEMON_HELD)
+		return;
+	d->state = DAEMON_NONE;
+	spawn(d, d->held_extra, d->held_secrets);
+}
+
+static void spawn(Daemon *d, const char *const *extra, const json_t *secrets)
+{
+	int out[2] = {-EBADF, -EBADF}, err[2] = {-EBADF, -EBADF};
+	pid_t pid;
+
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 		safe_close(out[0]);
 		safe_close(out[1]);
@@ -319,11 +344,11 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 	d->err = (DaemonStream){.owner = d, .name = "stderr", .fd = err[0]};
 	(void)fcntl(out[0], F_SETFL, O_NONBLOCK);
 	(void)fcntl(err[0], F_SETFL, O_NONBLOCK);
-	(void)ev_add_io(loop, &d->out.source, out[0], EPOLLIN, on_stream, &d->out);
-	(void)ev_add_io(loop, &d->err.source, err[0], EPOLLIN, on_stream, &d->err);
-	(void)ev_add_time_relative(loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout, d);
+	(void)ev_add_io(d->loop, &d->out.source, out[0], EPOLLIN, on_stream, &d->out);
+	(void)ev_add_io(d->loop, &d->err.source, err[0], EPOLLIN, on_stream, &d->err);
+	(void)ev_add_time_relative(d->loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout, d);
 	if (d->ready_connect)
-		(void)ev_add_time_relative(loop, &d->probe, DAEMON_PROBE_USEC, on_probe, d);
+		(void)ev_add_time_relative(d->loop, &d->probe, DAEMON_PROBE_USEC, on_probe, d);
 	/* Activated: listening already, in the kernel's queue; the apps need not wait. The
 	 * timer stays, and a daemon that never takes its socket is still killed. */
 	if (d->socket) {
@@ -331,7 +356,7 @@ void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_
 
 		d->cb = NULL;
 		if (early)
-			early(true, NULL, userdata);
+			early(true, NULL, d->userdata);
 	}
 }
 

@@ -26,6 +26,7 @@
 
 typedef enum DaemonState {
 	DAEMON_NONE,
+	DAEMON_HELD, /* its socket bound, its start waiting for daemon_release() */
 	DAEMON_STARTING,
 	DAEMON_READY,
 	DAEMON_EXITED,
@@ -64,6 +65,9 @@ typedef struct Daemon {
 	 * bound, not once the daemon listens: whoever connects meanwhile is queued. */
 	const char *socket;
 	gid_t socket_gid;
+	/* With @socket: bind it and answer at daemon_start(), but exec the daemon only at
+	 * daemon_release(), so that it does not take the CPU from the apps' start. */
+	bool hold;
 	char app[33]; /* the app it serves */
 	/* The daemon's own. */
 	EvLoop *loop;
@@ -73,7 +77,9 @@ typedef struct Daemon {
 	EvSource *timer, *probe;
 	daemon_ready_t cb;
 	void *userdata;
-	int listen_fd; /* the bound socket, until the daemon has it */
+	int listen_fd;		       /* the bound socket, until the daemon has it */
+	const char *const *held_extra; /* daemon_start()'s, borrowed, while held */
+	const json_t *held_secrets;
 } Daemon;
 
 /*
@@ -85,6 +91,9 @@ typedef struct Daemon {
  */
 void daemon_start(Daemon *d, EvLoop *loop, const char *const *extra, const json_t *secrets,
 		  daemon_ready_t cb, void *userdata);
+/* Exec a daemon started with @hold (its @extra and @secrets must still be there); a no-op
+ * for any other. */
+void daemon_release(Daemon *d);
 
 /* The setup every daemon's module shares. daemon_why(): print into @why, return -EIO. */
 int daemon_why(char *why, size_t whylen, const char *fmt, ...) _printf_(3, 4);

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 57
+plan 60
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -143,6 +143,26 @@ echo "# the warm runtime's app, /proc/self/status: $st"
 check "and it is confined as an exec'd app is: its uid, no capability, no_new_privs, seccomp" \
 	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$st"
 check "and it is berth-init's child, as an exec'd app is" test "$(ida ppid)" = 1
+# released NAME WHY: berth-init released the context daemons (held while the apps start)
+# for WHY ("apps started": after every app's ready line; "hold expired": after the 3 s
+# hold), and exec'd both only then.
+released() {
+	control "berth-dev-$1" | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+names = [e.get("event") for e in ev]
+rel = [i for i, n in enumerate(names) if n == "context_daemons_released"]
+started = [i for i, e in enumerate(ev) if e.get("event") == "daemon_started" and e.get("daemon") in ("context-bus", "semantic-fs")]
+ready = [i for i, n in enumerate(names) if n == "app_ready"]
+if len(rel) != 1 or len(started) != 2 or not all(i > rel[0] for i in started):
+    sys.exit(1)
+r = ev[rel[0]]
+print(r["after"] if (r["after"] == "apps started" and ready and max(ready) < rel[0]) or (r["after"] == "hold expired" and r["heldMs"] >= 3000) else "inconsistent: %s" % r)'
+}
+why=$(released alpha)
+echo "# alpha's context daemons released: $why"
+check "the context daemons are exec'd once the app has started, not beside its start" \
+	test "$why" = "apps started" -o "$why" = "hold expired"
 alpha_boot=$(json_get "$(vmj alpha)" bootId)
 undev alpha
 undev beta
@@ -157,6 +177,13 @@ check "and the pins it was made from" \
 dev alpha
 check "state kept across VMs: the next restored VM of the app reads it" test "$(field alpha recall '' text)" = "kept by alpha"
 undev alpha
+
+# --- An app that waits for the /context index before its ready line: the hold ends alone.
+check "an app that waits for the index at its start becomes ready all the same" \
+	dev gamma --env IDENTITY_WAIT_FOR_INDEX=1
+check "the index answered it at its start, once the 3 s hold was over" \
+	test "$(field gamma identity '' knownAtStart) $(released gamma)" = "gamma hold expired"
+undev gamma
 
 # --- A tampered snapshot: one byte flipped in the middle, the size unchanged.
 size=$(stat -c %s "$snapdir/vm.snap")

@@ -6,7 +6,8 @@
 //
 // Node app (berth.yml `runtime: node`, the default):
 //   outDir/dist/index.mjs            the app with @berthos/sdk, zod and its other deps
-//   outDir/runtime.mjs               the SDK runtime with its deps (yaml, undici)
+//   outDir/runtime.mjs               the SDK runtime with yaml
+//   outDir/runtime-chunk-<hash>.mjs  undici, which runtime.mjs imports only for egress
 //   outDir/berth.yml                 copied
 //   outDir/proto/context_bus.proto   the context bus wire format
 // Python app (`runtime: python`): the app's own files (no dot entries, __pycache__,
@@ -321,17 +322,33 @@ function runtimeCacheFile(esbuild) {
 	return join(home, "vm", "cache", "runtime", `${key}.json`);
 }
 
+// What the runtime imports with import() is a chunk of its own: undici (three quarters of
+// the runtime's code) is only parsed by an app that reaches the network through a broker.
 function runtimeOptions() {
 	const { plugins, ...opts } = esbuildOptions(BERTH_ROOT);
-	return { ...opts, entryPoints: [join(SDK_DIR, "runtime.mjs")], outfile: join(BERTH_ROOT, "runtime.mjs"), metafile: true };
+	return {
+		...opts,
+		entryPoints: [join(SDK_DIR, "runtime.mjs")],
+		outdir: BERTH_ROOT,
+		splitting: true,
+		entryNames: "runtime",
+		chunkNames: "runtime-chunk-[hash]",
+		outExtension: { ".js": ".mjs" },
+		metafile: true,
+	};
 }
 
+/** The cached runtime's files ({name: Buffer}), or null. */
 function cachedRuntime(file) {
 	try {
 		const entry = JSON.parse(readFileSync(file, "utf8"));
 		for (const [path, digest] of Object.entries(entry.inputs)) if (sha256(readFileSync(path)) !== digest) return null;
-		const out = Buffer.from(entry.output, "base64");
-		return sha256(out) === entry.outputSha256 ? out : null;
+		const files = {};
+		for (const [name, { data, sha }] of Object.entries(entry.outputs)) {
+			files[name] = Buffer.from(data, "base64");
+			if (sha256(files[name]) !== sha) return null;
+		}
+		return files["runtime.mjs"] ? files : null;
 	} catch {
 		return null;
 	}
@@ -342,21 +359,24 @@ async function runtimeBundle(esbuild) {
 	const cached = cachedRuntime(file);
 	if (cached) return cached;
 	const r = await esbuild.build({ ...runtimeOptions(), plugins: [berthPlugin(BERTH_ROOT)] });
-	const out = Buffer.from(r.outputFiles[0].contents);
+	const files = {};
+	for (const f of r.outputFiles) files[relative(BERTH_ROOT, f.path)] = Buffer.from(f.contents);
 	try {
 		const inputs = {};
 		for (const p of Object.keys(r.metafile.inputs)) {
 			const abs = resolve(BERTH_ROOT, p);
 			inputs[abs] = sha256(readFileSync(abs));
 		}
+		const outputs = {};
+		for (const [name, data] of Object.entries(files)) outputs[name] = { data: data.toString("base64"), sha: sha256(data) };
 		mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
 		const tmpFile = `${file}.tmp-${process.pid}`;
-		writeFileSync(tmpFile, JSON.stringify({ inputs, output: out.toString("base64"), outputSha256: sha256(out) }), { mode: 0o600 });
+		writeFileSync(tmpFile, JSON.stringify({ inputs, outputs }), { mode: 0o600 });
 		renameSync(tmpFile, file);
 	} catch {
 		// Only a speed-up.
 	}
-	return out;
+	return files;
 }
 
 async function bundleNode(appDir, tmp, appEntryPath) {
@@ -370,7 +390,7 @@ async function bundleNode(appDir, tmp, appEntryPath) {
 			runtimeBundle(esbuild),
 		]);
 		for (const f of app.outputFiles) files[relative(tmp, f.path)] = Buffer.from(f.contents);
-		files["runtime.mjs"] = rt;
+		Object.assign(files, rt);
 	} catch (err) {
 		throw esbuildFailure(err, appDir);
 	}

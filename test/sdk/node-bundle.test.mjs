@@ -51,7 +51,15 @@ test("node app: one JSON line, the share's files, exit 0", () => {
 	assert.equal(r.status, 0, r.stdout + r.stderr);
 	assert.equal(r.stdout.trim().split("\n").length, 1);
 	assert.equal(r.verdict.ok, true);
-	assert.deepEqual(r.verdict.files, ["berth.yml", "dist/index.mjs", "proto/context_bus.proto", "runtime.mjs"]);
+	const chunks = r.verdict.files.filter((f) => /^runtime-chunk-[A-Z0-9]+\.mjs$/.test(f));
+	assert.deepEqual(r.verdict.files.filter((f) => !chunks.includes(f)), ["berth.yml", "dist/index.mjs", "proto/context_bus.proto", "runtime.mjs"]);
+	// undici is a chunk of its own, which runtime.mjs loads only for egress: not parsed at
+	// every app's start.
+	const runtime = readFileSync(join(out, "runtime.mjs"), "utf8");
+	const undici = chunks.filter((f) => readFileSync(join(out, f), "utf8").includes("undici"));
+	assert.equal(undici.length, 1, `one chunk holds undici: ${chunks}`);
+	assert.ok(runtime.includes(`import("./${undici[0]}")`), "runtime.mjs imports it dynamically");
+	assert.ok(!runtime.includes("node_modules/undici/"), "and holds none of it");
 	assert.equal(r.verdict.runtime, "node");
 	assert.match(r.verdict.digest, /^[0-9a-f]{64}$/);
 	assert.equal(typeof r.verdict.ms, "number");

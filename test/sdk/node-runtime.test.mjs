@@ -284,9 +284,10 @@ test("governance: the governor's answer decides; unreachable means denied", asyn
 	await rt.stop();
 });
 
-test("configureEgressProxy routes fetch() through BERTH_EGRESS_PROXY_URL", async () => {
+test("configureEgressProxy routes fetch() through BERTH_EGRESS_PROXY_URL", async (t) => {
 	const target = http.createServer((req, res) => res.end("hello through the proxy"));
 	await new Promise((r) => target.listen(0, "127.0.0.1", r));
+	t.after(() => target.close());
 	const connects = [];
 	const proxy = http.createServer((req, res) => res.writeHead(405).end());
 	proxy.on("connect", (req, client, head) => {
@@ -301,21 +302,23 @@ test("configureEgressProxy routes fetch() through BERTH_EGRESS_PROXY_URL", async
 		up.on("error", () => client.destroy());
 	});
 	await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+	t.after(() => proxy.close());
 	const { rt, sock } = await boot({ BERTH_EGRESS_PROXY_URL: `http://127.0.0.1:${proxy.address().port}` });
+	// A failed assert below must not leave the runtime holding the test file open.
+	t.after(() => rt.child.kill("SIGKILL"));
 	const c = await connectRpc(sock);
+	t.after(() => c.close());
 	const url = `http://127.0.0.1:${target.address().port}/x`;
 	const r = await c.call("fetch_text", { url });
 	assert.deepEqual(r.result, { proxied: true, status: 200, body: "hello through the proxy" }, JSON.stringify(r));
 	assert.deepEqual(connects, [`127.0.0.1:${target.address().port}`]);
-	c.close();
 	await rt.stop();
-	target.close();
-	proxy.close();
 });
 
-test("configureEgressProxy sends api.github.com to BERTH_GITHUB_API_PROXY, the rest to the egress proxy", async () => {
+test("configureEgressProxy sends api.github.com to BERTH_GITHUB_API_PROXY, the rest to the egress proxy", async (t) => {
 	const target = http.createServer((req, res) => res.end(`hello ${req.url}`));
 	await new Promise((r) => target.listen(0, "127.0.0.1", r));
+	t.after(() => target.close());
 	const port = target.address().port;
 	// A CONNECT proxy that tunnels to the target whatever host it is asked for.
 	const makeProxy = async (seen) => {
@@ -331,6 +334,7 @@ test("configureEgressProxy sends api.github.com to BERTH_GITHUB_API_PROXY, the r
 			up.on("error", () => client.destroy());
 		});
 		await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+		t.after(() => proxy.close());
 		return proxy;
 	};
 	const viaEgress = [], viaGithub = [];
@@ -339,18 +343,16 @@ test("configureEgressProxy sends api.github.com to BERTH_GITHUB_API_PROXY, the r
 		BERTH_EGRESS_PROXY_URL: `http://127.0.0.1:${egress.address().port}`,
 		BERTH_GITHUB_API_PROXY: `http://127.0.0.1:${github.address().port}`,
 	});
+	t.after(() => rt.child.kill("SIGKILL"));
 	const c = await connectRpc(sock);
+	t.after(() => c.close());
 	const a = await c.call("fetch_text", { url: `http://api.github.com:${port}/repos/o/r` });
 	assert.deepEqual(a.result, { proxied: true, status: 200, body: "hello /repos/o/r" }, JSON.stringify(a));
 	const b = await c.call("fetch_text", { url: `http://127.0.0.1:${port}/other` }, "2");
 	assert.deepEqual(b.result, { proxied: true, status: 200, body: "hello /other" }, JSON.stringify(b));
 	assert.deepEqual(viaGithub, [`api.github.com:${port}`]);
 	assert.deepEqual(viaEgress, [`127.0.0.1:${port}`]);
-	c.close();
 	await rt.stop();
-	target.close();
-	egress.close();
-	github.close();
 });
 
 test("requestCapability reads the compiled policy, else the manifest", async () => {

@@ -167,7 +167,12 @@ export async function main(env = process.env) {
 
 		// Services the app's own copy of the SDK picks up (egress.mjs).
 		let undici = null;
-		if (env.BERTH_EGRESS_PROXY_URL || env.BERTH_GITHUB_API_PROXY) undici = await import("undici");
+		// A chunk of the bundled runtime of its own (bundle.mjs), whose default export is
+		// undici's module.exports; unbundled, Node's namespace of the package has it too.
+		if (env.BERTH_EGRESS_PROXY_URL || env.BERTH_GITHUB_API_PROXY) {
+			const m = await import("undici");
+			undici = m.default ?? m;
+		}
 		let proxied = null;
 		globalThis[RUNTIME_KEY] = {
 			manifest,

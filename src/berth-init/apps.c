@@ -1317,6 +1317,8 @@ bool apps_child_exited(pid_t pid, int status)
 
 void apps_stop_all(void)
 {
+	/* The VM is going down: daemons still held are not started for nothing. */
+	context_hold = ev_source_free(context_hold);
 	for (unsigned i = 0; i < n_apps; i++)
 		if (apps[i].state == APP_STARTING || apps[i].state == APP_READY) {
 			apps[i].stopped = true;

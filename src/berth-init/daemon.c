@@ -346,7 +346,8 @@ static void spawn(Daemon *d, const char *const *extra, const json_t *secrets)
 	(void)fcntl(err[0], F_SETFL, O_NONBLOCK);
 	(void)ev_add_io(d->loop, &d->out.source, out[0], EPOLLIN, on_stream, &d->out);
 	(void)ev_add_io(d->loop, &d->err.source, err[0], EPOLLIN, on_stream, &d->err);
-	(void)ev_add_time_relative(d->loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout, d);
+	(void)ev_add_time_relative(d->loop, &d->timer, DAEMON_READY_TIMEOUT_USEC, on_ready_timeout,
+				   d);
 	if (d->ready_connect)
 		(void)ev_add_time_relative(d->loop, &d->probe, DAEMON_PROBE_USEC, on_probe, d);
 	/* Activated: listening already, in the kernel's queue; the apps need not wait. The

@@ -512,8 +512,9 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 	_cleanup_(qmp_freep) Qmp *q = NULL;
 	_cleanup_(json_decrefp) json_t *caps = snapshot_capabilities(),
 				       *incoming = json_pack("{s:s}", "uri", "fd:snapshot");
+	_cleanup_close_ int file = -EBADF, pipe_r = -EBADF, pipe_w = -EBADF;
 	int64_t deadline = now_ms() + RESTORE_TIMEOUT_MS;
-	int r;
+	int p[2], r;
 
 	if (!caps || !incoming)
 		return -ENOMEM;
@@ -527,22 +528,25 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot reach QEMU's QMP socket (%s)", strerror(-r));
 		return r;
 	}
+	file = snapshot_open_stream(&v->snapshot, p, err, errlen);
+	if (file < 0)
+		return file;
+	pipe_r = p[0];
+	pipe_w = p[1];
 	r = qmp_execute(q, "migrate-set-capabilities", caps, RESTORE_TIMEOUT_MS, NULL, err, errlen);
 	/* The stream's read end goes to QEMU as a named descriptor; ours is closed so that the
 	 * pipe breaks when QEMU stops reading. */
 	if (r >= 0)
-		r = qmp_send_fd(q, v->snapshot_pipe[0], "snapshot", RESTORE_TIMEOUT_MS, err,
-				errlen);
-	v->snapshot_pipe[0] = safe_close(v->snapshot_pipe[0]);
+		r = qmp_send_fd(q, pipe_r, "snapshot", RESTORE_TIMEOUT_MS, err, errlen);
+	pipe_r = safe_close(pipe_r);
 	if (r >= 0)
 		r = qmp_execute(q, "migrate-incoming", incoming, RESTORE_TIMEOUT_MS, NULL, err,
 				errlen);
 	if (r < 0)
 		return r;
-	r = snapshot_stream(&v->snapshot, v->snapshot_fd, v->snapshot_pipe[1], deadline, err,
-			    errlen);
-	v->snapshot_fd = safe_close(v->snapshot_fd);
-	v->snapshot_pipe[1] = safe_close(v->snapshot_pipe[1]);
+	r = snapshot_stream(&v->snapshot, file, pipe_w, deadline, err, errlen);
+	/* End of file for QEMU: it has all of the devices' state. */
+	pipe_w = safe_close(pipe_w);
 	if (r < 0)
 		return r;
 	/* The disks, measured while QEMU loaded the snapshot: the guest runs only on those

@@ -792,11 +792,6 @@ static int try_restore(Vmm *v)
 		return r;
 	r = snapshot_find(&key, &v->snapshot, why, sizeof(why));
 	if (r >= 0) {
-		r = snapshot_open_stream(&v->snapshot, v->snapshot_pipe, why, sizeof(why));
-		if (r >= 0)
-			v->snapshot_fd = r;
-	}
-	if (r >= 0) {
 		r = snapshot_open_ram(&v->snapshot, &v->ram_fd, why, sizeof(why));
 		if (r >= 0)
 			v->ram_image_fd = r;
@@ -872,9 +867,6 @@ int vmm_config_cold(Vmm *v, const char *reason)
 	VmConfig *c = &v->vm;
 
 	v->restore = false;
-	v->snapshot_fd = safe_close(v->snapshot_fd);
-	v->snapshot_pipe[0] = safe_close(v->snapshot_pipe[0]);
-	v->snapshot_pipe[1] = safe_close(v->snapshot_pipe[1]);
 	measure_cancel(&v->ram_load);
 	v->ram_image_fd = safe_close(v->ram_image_fd);
 	v->ram_fd = safe_close(v->ram_fd);
@@ -1020,9 +1012,8 @@ static int build_vm_config(Vmm *v)
 static void vmm_fds_init(Vmm *v)
 {
 	v->measure = (Measure){.fd = -EBADF};
-	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = v->snapshot_fd = -EBADF;
+	v->lock_fd = v->state_fd = v->secrets_fd = v->boot_fd = v->log_fd = -EBADF;
 	v->ram_image_fd = v->ram_fd = -EBADF;
-	v->snapshot_pipe[0] = v->snapshot_pipe[1] = -EBADF;
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
 		v->placeholder_fds[i] = -EBADF;
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)
@@ -1229,9 +1220,6 @@ static void cleanup(Vmm *v)
 	safe_close(v->secrets_fd);
 	safe_close(v->boot_fd);
 	safe_close(v->log_fd);
-	safe_close(v->snapshot_fd);
-	safe_close(v->snapshot_pipe[0]);
-	safe_close(v->snapshot_pipe[1]);
 	for (size_t i = 0; i < ELEMENTSOF(v->placeholder_fds); i++)
 		safe_close(v->placeholder_fds[i]);
 	free(v->qmp_path);

@@ -111,8 +111,6 @@ typedef struct Vmm {
 	bool restore;
 	Snapshot snapshot;
 	SnapshotKey snapshot_key; /* the pins it was made from, when restored */
-	int snapshot_fd;	  /* the snapshot's file, streamed to QEMU by serve.c */
-	int snapshot_pipe[2];	  /* QEMU reads [0] (sent over QMP); serve.c writes [1] */
 	int ram_image_fd;	  /* the snapshot's memory, copied into ram_fd ... */
 	int ram_fd;		  /* ... the VM's memory (a memfd QEMU maps) */
 	Measure ram_load;	  /* ... by a child, while QEMU starts */

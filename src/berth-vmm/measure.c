@@ -75,13 +75,14 @@ int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n)
 
 	/* More than fit is refused by start_jobs(). */
 	for (size_t i = 0; i < MIN(n, (size_t)MEASURE_JOBS_MAX); i++)
-		jobs[i] = (MeasureJob){fds[i], chunked[i] ? CHUNK_BYTES : 0, -EBADF};
+		jobs[i] = (MeasureJob){
+			.fd = fds[i], .chunk = chunked[i] ? CHUNK_BYTES : 0, .copy_to = -EBADF};
 	return start_jobs(m, jobs, n);
 }
 
 int measure_start_copy(Measure *m, int from, uint64_t chunk, int to)
 {
-	MeasureJob job = {from, chunk, to};
+	MeasureJob job = {.fd = from, .chunk = chunk, .copy_to = to};
 
 	return start_jobs(m, &job, 1);
 }

@@ -143,9 +143,9 @@ echo "# the warm runtime's app, /proc/self/status: $st"
 check "and it is confined as an exec'd app is: its uid, no capability, no_new_privs, seccomp" \
 	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$st"
 check "and it is berth-init's child, as an exec'd app is" test "$(ida ppid)" = 1
-# released NAME WHY: berth-init released the context daemons (held while the apps start)
-# for WHY ("apps started": after every app's ready line; "hold expired": after the 3 s
-# hold), and exec'd both only then.
+# released NAME: why berth-init released the context daemons of NAME's VM (held while the
+# apps start): "apps started" (after every app's ready line) or "hold expired" (after the
+# 3 s hold), when its event says so consistently and both were exec'd only after it.
 released() {
 	control "berth-dev-$1" | python3 -c '
 import json, sys

@@ -6,9 +6,11 @@
 //
 // Node app (berth.yml `runtime: node`, the default):
 //   outDir/dist/index.mjs            the app with @berthos/sdk, zod and its other deps
-//   outDir/runtime.mjs               the SDK runtime with yaml
-//   outDir/runtime-chunk-<hash>.mjs  undici, which runtime.mjs imports only for egress
+//   outDir/runtime.mjs               the SDK runtime
+//   outDir/runtime-chunk-<hash>.mjs  undici and yaml, which runtime.mjs imports only when
+//                                    needed (egress; no matching berth.yml.json)
 //   outDir/berth.yml                 copied
+//   outDir/berth.yml.json            berth.yml parsed, so that the runtime need not parse it
 //   outDir/proto/context_bus.proto   the context bus wire format
 // Python app (`runtime: python`): the app's own files (no dot entries, __pycache__,
 // venv, node_modules, dist; needs src/app.py; at most 2000 files and 32 MiB) plus
@@ -24,6 +26,7 @@ import {
 import { createRequire, isBuiltin } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { isDeepStrictEqual } from "node:util";
 
 const SDK_DIR = dirname(fileURLToPath(import.meta.url));
 export const MAX_SHARE_FILES = 2000;
@@ -152,8 +155,20 @@ async function readManifest(appDir) {
 	const path = appFile(appDir, "berth.yml");
 	const { parseManifestText } = await loadManifestModule();
 	const { validateManifest } = await import("./src/manifest.mjs");
-	const { value, lineOf } = parseManifestText(readFileSync(path, "utf8"), "berth.yml");
-	return validateManifest(value ?? {}, { file: "berth.yml", path, lineOf });
+	const bytes = readFileSync(path);
+	const { value, lineOf } = parseManifestText(bytes.toString("utf8"), "berth.yml");
+	const manifest = validateManifest(value ?? {}, { file: "berth.yml", path, lineOf });
+	return { manifest, bytes, parsed: parsedManifestFile(bytes, value ?? {}) };
+}
+
+/**
+ * berth.yml.json: what the YAML parser made of berth.yml's bytes, keyed by their sha256
+ * (runtime.mjs reads it instead of parsing when the hash matches). Null when JSON cannot
+ * carry the value exactly (a YAML .inf, say): the runtime then parses berth.yml itself.
+ */
+function parsedManifestFile(bytes, value) {
+	const text = JSON.stringify({ berthYmlSha256: sha256(bytes), value });
+	return isDeepStrictEqual(JSON.parse(text).value, value) ? Buffer.from(text + "\n") : null;
 }
 
 function appEntry(appDir) {
@@ -323,7 +338,8 @@ function runtimeCacheFile(esbuild) {
 }
 
 // What the runtime imports with import() is a chunk of its own: undici (three quarters of
-// the runtime's code) is only parsed by an app that reaches the network through a broker.
+// the runtime's code) is only parsed by an app that reaches the network through a broker,
+// yaml only when berth.yml.json does not match berth.yml.
 function runtimeOptions() {
 	const { plugins, ...opts } = esbuildOptions(BERTH_ROOT);
 	return {
@@ -379,7 +395,7 @@ async function runtimeBundle(esbuild) {
 	return files;
 }
 
-async function bundleNode(appDir, tmp, appEntryPath) {
+async function bundleNode(appDir, tmp, appEntryPath, manifestFiles) {
 	const esbuild = await loadEsbuild();
 	const opts = esbuildOptions(appDir);
 	const files = {};
@@ -394,7 +410,9 @@ async function bundleNode(appDir, tmp, appEntryPath) {
 	} catch (err) {
 		throw esbuildFailure(err, appDir);
 	}
-	files["berth.yml"] = readFileSync(appFile(appDir, "berth.yml"));
+	// The bytes berth.yml.json was made from, not a second read.
+	files["berth.yml"] = manifestFiles.bytes;
+	if (manifestFiles.parsed) files["berth.yml.json"] = manifestFiles.parsed;
 	files["proto/context_bus.proto"] = readFileSync(join(SDK_DIR, "..", "context_bus.proto"));
 	return files;
 }
@@ -488,7 +506,7 @@ export async function bundleApp(appDirArg, outDirArg) {
 	if (outDir === appDir || appDir.startsWith(outDir + sep)) throw new BundleError(`the output directory must not contain the app`);
 	if (existsSync(outDir) && (!statSync(outDir).isDirectory() || !isPreviousBundle(outDir)))
 		throw new BundleError(`${outDir} exists and is not an earlier bundle; refusing to replace it`);
-	const manifest = await readManifest(appDir);
+	const { manifest, ...manifestFiles } = await readManifest(appDir);
 	mkdirSync(dirname(outDir), { recursive: true });
 	const tmp = `${outDir}.tmp-${process.pid}`;
 	rmSync(tmp, { recursive: true, force: true });
@@ -497,7 +515,7 @@ export async function bundleApp(appDirArg, outDirArg) {
 		const files =
 			manifest.runtime === "python"
 				? collectPython(appDir, [outDir, tmp])
-				: await bundleNode(appDir, tmp, appEntry(appDir));
+				: await bundleNode(appDir, tmp, appEntry(appDir), manifestFiles);
 		const epoch = Number(process.env.SOURCE_DATE_EPOCH);
 		const mtime = Number.isFinite(epoch) && epoch >= 0 ? epoch : 0;
 		const result = writeShare(tmp, files, mtime);

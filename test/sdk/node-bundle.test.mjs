@@ -52,7 +52,7 @@ test("node app: one JSON line, the share's files, exit 0", () => {
 	assert.equal(r.stdout.trim().split("\n").length, 1);
 	assert.equal(r.verdict.ok, true);
 	const chunks = r.verdict.files.filter((f) => /^runtime-chunk-[A-Z0-9]+\.mjs$/.test(f));
-	assert.deepEqual(r.verdict.files.filter((f) => !chunks.includes(f)), ["berth.yml", "dist/index.mjs", "proto/context_bus.proto", "runtime.mjs"]);
+	assert.deepEqual(r.verdict.files.filter((f) => !chunks.includes(f)), ["berth.yml", "berth.yml.json", "dist/index.mjs", "proto/context_bus.proto", "runtime.mjs"]);
 	// undici is a chunk of its own, which runtime.mjs loads only for egress: not parsed at
 	// every app's start.
 	const runtime = readFileSync(join(out, "runtime.mjs"), "utf8");
@@ -60,6 +60,16 @@ test("node app: one JSON line, the share's files, exit 0", () => {
 	assert.equal(undici.length, 1, `one chunk holds undici: ${chunks}`);
 	assert.ok(runtime.includes(`import("./${undici[0]}")`), "runtime.mjs imports it dynamically");
 	assert.ok(!runtime.includes("node_modules/undici/"), "and holds none of it");
+	// berth.yml comes parsed too, keyed by its bytes: the YAML parser is a chunk that
+	// runtime.mjs loads only when that copy does not match.
+	const yml = readFileSync(join(out, "berth.yml"));
+	const parsed = JSON.parse(readFileSync(join(out, "berth.yml.json"), "utf8"));
+	assert.equal(parsed.berthYmlSha256, createHash("sha256").update(yml).digest("hex"));
+	assert.equal(parsed.value.name, "notes");
+	assert.deepEqual(parsed.value.capabilities, ["filesystem:write:/workspace"]);
+	const yamlChunks = chunks.filter((f) => readFileSync(join(out, f), "utf8").includes("parseDocument"));
+	assert.equal(yamlChunks.length, 1, `one chunk holds the YAML parser: ${chunks}`);
+	assert.ok(!runtime.includes("parseDocument"), "runtime.mjs holds none of it");
 	assert.equal(r.verdict.runtime, "node");
 	assert.match(r.verdict.digest, /^[0-9a-f]{64}$/);
 	assert.equal(typeof r.verdict.ms, "number");

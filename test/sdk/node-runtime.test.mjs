@@ -153,6 +153,49 @@ test("exports mismatch: exact message, exit 1, no ready line", async () => {
 	assert.ok(!rt.stderr.includes("ready"));
 });
 
+test("berth.yml.json is used only for the bytes it was made from; else berth.yml is parsed", async () => {
+	const { readFileSync } = await import("node:fs");
+	const copy = (name) => {
+		const dir = join(work, name);
+		cpSync(share, dir, { recursive: true });
+		return dir;
+	};
+	const startup = async (dir) => {
+		const rt = await startRuntime(dir, { BERTH_RPC_SOCKET: join(dir, "rpc.sock") }).ready;
+		if (rt.exitCode === undefined) {
+			await rt.stop();
+			return { ready: true, stderr: rt.stderr };
+		}
+		await rt.exited;
+		return { ready: false, stderr: rt.stderr };
+	};
+	const mismatch = "exports mismatch between berth.yml and app code — declared in berth.yml but not implemented: extra_one";
+
+	// A parsed copy that matches berth.yml's sha256 is what the runtime goes by.
+	let dir = copy("parsed-used");
+	const parsed = JSON.parse(readFileSync(join(dir, "berth.yml.json"), "utf8"));
+	parsed.value.exports.push({ name: "extra_one" });
+	writeFileSync(join(dir, "berth.yml.json"), JSON.stringify(parsed));
+	let r = await startup(dir);
+	assert.equal(r.ready, false);
+	assert.ok(r.stderr.includes(mismatch), r.stderr);
+
+	// berth.yml edited after the bundle: the stale copy is ignored.
+	dir = copy("parsed-stale");
+	const yml = join(dir, "berth.yml");
+	writeFileSync(yml, readFileSync(yml, "utf8").replace("exports:\n", "exports:\n  - name: extra_one\n"));
+	r = await startup(dir);
+	assert.equal(r.ready, false);
+	assert.ok(r.stderr.includes(mismatch), r.stderr);
+
+	// A copy that is not JSON, or missing: berth.yml is parsed and the app starts.
+	dir = copy("parsed-garbage");
+	writeFileSync(join(dir, "berth.yml.json"), "{not json");
+	r = await startup(dir);
+	assert.ok(r.ready, r.stderr);
+	assert.ok(r.stderr.includes('[berth:runtime] "fixture" ready'), r.stderr);
+});
+
 test("startup failures: no defineApp default export, invalid manifest, missing entry", async () => {
 	const entry = join(work, "not-an-app.mjs");
 	writeFileSync(entry, "export default { hello: 1 };\n");

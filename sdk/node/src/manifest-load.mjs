@@ -4,10 +4,7 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { LineCounter, parseDocument, isMap, isSeq } from "yaml";
-import { validateManifest, ManifestError } from "./manifest.mjs";
-
-/** Largest manifest we read; anything bigger is not a hand-written berth.yml. */
-const MAX_MANIFEST_BYTES = 1 << 20;
+import { MAX_MANIFEST_BYTES, validateManifest, ManifestError } from "./manifest.mjs";
 
 /**
  * Parse YAML text into a plain object, with a function mapping an issue path to a line.

@@ -5,6 +5,8 @@ import model from "../../capability-model.json" with { type: "json" };
 import { CAPABILITY_RE, filesystemScopeIssue } from "./capability.mjs";
 
 export const CURRENT_SCHEMA_VERSION = 1;
+/** Largest manifest we read; anything bigger is not a hand-written berth.yml. */
+export const MAX_MANIFEST_BYTES = 1 << 20;
 // The export grammar's tables are the capability model's, as the C validator's are.
 const IO_TYPES = model.exportFieldTypes;
 const HINTS = model.exportHints;

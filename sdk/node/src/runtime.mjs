@@ -2,17 +2,15 @@
 // The app runtime (SPEC §2.3): load the manifest, import the app, check its exports,
 // connect the context bus and semantic-fs, run the hooks, serve RPC, say "ready".
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
-import http from "node:http";
-import https from "node:https";
 import net from "node:net";
-import { dirname, join, resolve } from "node:path";
-import { timingSafeEqual } from "node:crypto";
-import { pathToFileURL } from "node:url";
+import { basename, dirname, join, resolve } from "node:path";
+import { createHash, timingSafeEqual } from "node:crypto";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { appRegistry } from "./app.mjs";
 import { checkExports } from "./check-exports.mjs";
 import { connectContextBus, createLocalContextBus } from "./context-bus.mjs";
 import { installProxyAgent, RUNTIME_KEY } from "./egress.mjs";
-import { loadManifest } from "./manifest-load.mjs";
+import { MAX_MANIFEST_BYTES, validateManifest } from "./manifest.mjs";
 import { governanceGate, invokeExport, logRuntime, responseLine, serveLines } from "./rpc.mjs";
 import { connectSemanticFs, createLocalSemanticFs, createUnavailableSemanticFs } from "./semantic-fs.mjs";
 
@@ -102,7 +100,7 @@ function connectionHandler(dispatch, caller) {
 	};
 }
 
-function startHttpBridge(env, appName, dispatch) {
+async function startHttpBridge(env, appName, dispatch) {
 	const port = Number(env.BERTH_HTTP_RPC_PORT);
 	const token = env.BERTH_HTTP_RPC_TOKEN;
 	if (!token) throw new StartupError("BERTH_HTTP_RPC_PORT is set but BERTH_HTTP_RPC_TOKEN is not; refusing to serve RPC over HTTP without a token");
@@ -140,7 +138,10 @@ function startHttpBridge(env, appName, dispatch) {
 	const cert = env.BERTH_HTTP_RPC_TLS_CERT;
 	const key = env.BERTH_HTTP_RPC_TLS_KEY;
 	if (Boolean(cert) !== Boolean(key)) throw new StartupError("set both BERTH_HTTP_RPC_TLS_CERT and BERTH_HTTP_RPC_TLS_KEY, or neither");
-	const server = cert ? https.createServer({ cert: readFileSync(cert), key: readFileSync(key) }, handler) : http.createServer(handler);
+	// Imported here: compiling them costs an app that serves no HTTP a good part of a
+	// second under emulation.
+	const { default: http } = await import(cert ? "node:https" : "node:http");
+	const server = cert ? http.createServer({ cert: readFileSync(cert), key: readFileSync(key) }, handler) : http.createServer(handler);
 	return new Promise((res, rej) => {
 		server.once("error", rej);
 		server.listen(port, "0.0.0.0", () => {
@@ -148,6 +149,24 @@ function startHttpBridge(env, appName, dispatch) {
 			res(server);
 		});
 	});
+}
+
+/**
+ * The manifest at `path`. The bundler leaves berth.yml parsed beside this module
+ * (berth.yml.json, bundle.mjs); when it was made from these very bytes, the YAML parser,
+ * most of the runtime's code, is neither loaded nor run.
+ */
+async function loadAppManifest(path) {
+	try {
+		const bytes = readFileSync(path);
+		const parsed = JSON.parse(readFileSync(fileURLToPath(new URL("./berth.yml.json", import.meta.url)), "utf8"));
+		if (bytes.length <= MAX_MANIFEST_BYTES && parsed?.berthYmlSha256 === createHash("sha256").update(bytes).digest("hex"))
+			return validateManifest(parsed.value, { file: basename(path), path });
+	} catch {
+		// No parsed copy, or one that is not valid: the parser below says what is wrong.
+	}
+	const { loadManifest } = await import("./manifest-load.mjs");
+	return loadManifest(path);
 }
 
 /**
@@ -163,7 +182,7 @@ export async function main(env = process.env) {
 	const cleanup = [];
 	try {
 		logRuntime(`loading manifest from ${manifestPath}`);
-		const manifest = loadManifest(manifestPath);
+		const manifest = await loadAppManifest(manifestPath);
 
 		// Services the app's own copy of the SDK picks up (egress.mjs).
 		let undici = null;

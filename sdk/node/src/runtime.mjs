@@ -140,8 +140,8 @@ async function startHttpBridge(env, appName, dispatch) {
 	if (Boolean(cert) !== Boolean(key)) throw new StartupError("set both BERTH_HTTP_RPC_TLS_CERT and BERTH_HTTP_RPC_TLS_KEY, or neither");
 	// Imported here: compiling them costs an app that serves no HTTP a good part of a
 	// second under emulation.
-	const { default: http } = await import(cert ? "node:https" : "node:http");
-	const server = cert ? http.createServer({ cert: readFileSync(cert), key: readFileSync(key) }, handler) : http.createServer(handler);
+	const { default: protocol } = await import(cert ? "node:https" : "node:http");
+	const server = cert ? protocol.createServer({ cert: readFileSync(cert), key: readFileSync(key) }, handler) : protocol.createServer(handler);
 	return new Promise((res, rej) => {
 		server.once("error", rej);
 		server.listen(port, "0.0.0.0", () => {

@@ -26,7 +26,6 @@ import {
 import { createRequire, isBuiltin } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { isDeepStrictEqual } from "node:util";
 
 const SDK_DIR = dirname(fileURLToPath(import.meta.url));
 export const MAX_SHARE_FILES = 2000;
@@ -153,22 +152,13 @@ function firstLinkOut(appDir, abs) {
 async function readManifest(appDir) {
 	if (!lstatSync(join(appDir, "berth.yml"), { throwIfNoEntry: false })) throw new BundleError(`no berth.yml in ${appDir}`);
 	const path = appFile(appDir, "berth.yml");
-	const { parseManifestText } = await loadManifestModule();
-	const { validateManifest } = await import("./src/manifest.mjs");
-	const bytes = readFileSync(path);
-	const { value, lineOf } = parseManifestText(bytes.toString("utf8"), "berth.yml");
-	const manifest = validateManifest(value ?? {}, { file: "berth.yml", path, lineOf });
-	return { manifest, bytes, parsed: parsedManifestFile(bytes, value ?? {}) };
-}
-
-/**
- * berth.yml.json: what the YAML parser made of berth.yml's bytes, keyed by their sha256
- * (runtime.mjs reads it instead of parsing when the hash matches). Null when JSON cannot
- * carry the value exactly (a YAML .inf, say): the runtime then parses berth.yml itself.
- */
-function parsedManifestFile(bytes, value) {
-	const text = JSON.stringify({ berthYmlSha256: sha256(bytes), value });
-	return isDeepStrictEqual(JSON.parse(text).value, value) ? Buffer.from(text + "\n") : null;
+	const { parseManifest } = await loadManifestModule();
+	const { readManifestBytes } = await import("./src/manifest.mjs");
+	const { parsedCopy, PARSED_COPY_NAME } = await import("./src/manifest-copy.mjs");
+	const bytes = readManifestBytes(path);
+	const { manifest, value } = parseManifest(bytes, path);
+	// berth.yml and its parsed copy for a Node share: the copy is of these very bytes.
+	return { manifest, shareFiles: { "berth.yml": bytes, [PARSED_COPY_NAME]: parsedCopy(bytes, value) } };
 }
 
 function appEntry(appDir) {
@@ -410,9 +400,7 @@ async function bundleNode(appDir, tmp, appEntryPath, manifestFiles) {
 	} catch (err) {
 		throw esbuildFailure(err, appDir);
 	}
-	// The bytes berth.yml.json was made from, not a second read.
-	files["berth.yml"] = manifestFiles.bytes;
-	if (manifestFiles.parsed) files["berth.yml.json"] = manifestFiles.parsed;
+	for (const [name, data] of Object.entries(manifestFiles)) if (data) files[name] = data;
 	files["proto/context_bus.proto"] = readFileSync(join(SDK_DIR, "..", "context_bus.proto"));
 	return files;
 }
@@ -506,7 +494,7 @@ export async function bundleApp(appDirArg, outDirArg) {
 	if (outDir === appDir || appDir.startsWith(outDir + sep)) throw new BundleError(`the output directory must not contain the app`);
 	if (existsSync(outDir) && (!statSync(outDir).isDirectory() || !isPreviousBundle(outDir)))
 		throw new BundleError(`${outDir} exists and is not an earlier bundle; refusing to replace it`);
-	const { manifest, ...manifestFiles } = await readManifest(appDir);
+	const { manifest, shareFiles: manifestFiles } = await readManifest(appDir);
 	mkdirSync(dirname(outDir), { recursive: true });
 	const tmp = `${outDir}.tmp-${process.pid}`;
 	rmSync(tmp, { recursive: true, force: true });

@@ -2,7 +2,7 @@
 // The bundled Node runtime, started as a subprocess, spoken to over its socket and stdio.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { join } from "node:path";
@@ -137,7 +137,7 @@ test("exports mismatch: exact message, exit 1, no ready line", async () => {
 	const app = join(work, "mismatch-app");
 	cpSync(join(FIXTURES, "node-app"), app, { recursive: true });
 	const yml = join(app, "berth.yml");
-	const text = (await import("node:fs")).readFileSync(yml, "utf8");
+	const text = readFileSync(yml, "utf8");
 	writeFileSync(yml, text.replace("  - name: nothing\n", "  - name: extra_one\n  - name: extra_two\n").replace("  - name: fail\n", ""));
 	const out = join(work, "mismatch-share");
 	await bundleApp(app, out);
@@ -154,7 +154,6 @@ test("exports mismatch: exact message, exit 1, no ready line", async () => {
 });
 
 test("berth.yml.json is used only for the bytes it was made from; else berth.yml is parsed", async () => {
-	const { readFileSync } = await import("node:fs");
 	const copy = (name) => {
 		const dir = join(work, name);
 		cpSync(share, dir, { recursive: true });
@@ -188,9 +187,24 @@ test("berth.yml.json is used only for the bytes it was made from; else berth.yml
 	assert.equal(r.ready, false);
 	assert.ok(r.stderr.includes(mismatch), r.stderr);
 
-	// A copy that is not JSON, or missing: berth.yml is parsed and the app starts.
+	// A copy that is not JSON, or none: berth.yml is parsed and the app starts.
 	dir = copy("parsed-garbage");
 	writeFileSync(join(dir, "berth.yml.json"), "{not json");
+	r = await startup(dir);
+	assert.ok(r.ready, r.stderr);
+	assert.ok(r.stderr.includes('[berth:runtime] "fixture" ready'), r.stderr);
+	dir = copy("parsed-missing");
+	rmSync(join(dir, "berth.yml.json"));
+	r = await startup(dir);
+	assert.ok(r.ready, r.stderr);
+	assert.ok(r.stderr.includes('[berth:runtime] "fixture" ready'), r.stderr);
+
+	// A copy keyed by the right bytes whose value does not validate: berth.yml itself is
+	// parsed, and what it says (valid here) is what counts.
+	dir = copy("parsed-invalid");
+	const bad = JSON.parse(readFileSync(join(dir, "berth.yml.json"), "utf8"));
+	bad.value.name = "Bad_Name";
+	writeFileSync(join(dir, "berth.yml.json"), JSON.stringify(bad));
 	r = await startup(dir);
 	assert.ok(r.ready, r.stderr);
 	assert.ok(r.stderr.includes('[berth:runtime] "fixture" ready'), r.stderr);

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Read berth.yml with the `yaml` package (bundled into runtime.mjs) and validate it,
 // attaching line numbers to each issue.
-import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { LineCounter, parseDocument, isMap, isSeq } from "yaml";
-import { MAX_MANIFEST_BYTES, validateManifest, ManifestError } from "./manifest.mjs";
+import { readManifestBytes, validateManifest, ManifestError } from "./manifest.mjs";
 
 /**
  * Parse YAML text into a plain object, with a function mapping an issue path to a line.
@@ -43,13 +42,20 @@ export function parseManifestText(text, file = "berth.yml") {
 }
 
 /**
+ * Parse and validate berth.yml's bytes: the manifest, and the parser's value it was
+ * validated from.
+ * @param {Buffer} bytes @param {string} path
+ */
+export function parseManifest(bytes, path) {
+	const file = basename(path);
+	const { value, lineOf } = parseManifestText(bytes.toString("utf8"), file);
+	return { manifest: validateManifest(value ?? {}, { file, path, lineOf }), value: value ?? {} };
+}
+
+/**
  * Load and validate a berth.yml file.
  * @param {string} path
  */
 export function loadManifest(path) {
-	const buf = readFileSync(path);
-	if (buf.length > MAX_MANIFEST_BYTES) throw new ManifestError(`invalid berth.yml (${path}): larger than 1 MiB`);
-	const file = basename(path);
-	const { value, lineOf } = parseManifestText(buf.toString("utf8"), file);
-	return validateManifest(value ?? {}, { file, path, lineOf });
+	return parseManifest(readManifestBytes(path), path).manifest;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // berth.yml validation (no YAML here: the caller parses, so an app bundle that never
 // loads a manifest does not carry a YAML parser). Rules and messages: SPEC §1.1–§1.4.
+import { readFileSync } from "node:fs";
 import model from "../../capability-model.json" with { type: "json" };
 import { CAPABILITY_RE, filesystemScopeIssue } from "./capability.mjs";
 
@@ -256,4 +257,14 @@ function report(issues, file, lineOf) {
 		return `${where} ${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`;
 	});
 	return new ManifestError(["invalid berth.yml:", ...lines].join("\n"), issues);
+}
+
+/**
+ * berth.yml's bytes, refused above MAX_MANIFEST_BYTES.
+ * @param {string} path
+ */
+export function readManifestBytes(path) {
+	const bytes = readFileSync(path);
+	if (bytes.length > MAX_MANIFEST_BYTES) throw new ManifestError(`invalid berth.yml (${path}): larger than 1 MiB`);
+	return bytes;
 }

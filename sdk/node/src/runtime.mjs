@@ -4,13 +4,14 @@
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
 import net from "node:net";
 import { basename, dirname, join, resolve } from "node:path";
-import { createHash, timingSafeEqual } from "node:crypto";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { timingSafeEqual } from "node:crypto";
+import { pathToFileURL } from "node:url";
 import { appRegistry } from "./app.mjs";
 import { checkExports } from "./check-exports.mjs";
 import { connectContextBus, createLocalContextBus } from "./context-bus.mjs";
 import { installProxyAgent, RUNTIME_KEY } from "./egress.mjs";
-import { MAX_MANIFEST_BYTES, validateManifest } from "./manifest.mjs";
+import { readManifestBytes, validateManifest } from "./manifest.mjs";
+import { PARSED_COPY_NAME, valueFromCopy } from "./manifest-copy.mjs";
 import { governanceGate, invokeExport, logRuntime, responseLine, serveLines } from "./rpc.mjs";
 import { connectSemanticFs, createLocalSemanticFs, createUnavailableSemanticFs } from "./semantic-fs.mjs";
 
@@ -153,20 +154,25 @@ async function startHttpBridge(env, appName, dispatch) {
 
 /**
  * The manifest at `path`. The bundler leaves berth.yml parsed beside this module
- * (berth.yml.json, bundle.mjs); when it was made from these very bytes, the YAML parser,
+ * (manifest-copy.mjs); when that copy was made from these very bytes, the YAML parser,
  * most of the runtime's code, is neither loaded nor run.
  */
 async function loadAppManifest(path) {
+	const bytes = readManifestBytes(path);
+	let copy = null;
 	try {
-		const bytes = readFileSync(path);
-		const parsed = JSON.parse(readFileSync(fileURLToPath(new URL("./berth.yml.json", import.meta.url)), "utf8"));
-		if (bytes.length <= MAX_MANIFEST_BYTES && parsed?.berthYmlSha256 === createHash("sha256").update(bytes).digest("hex"))
-			return validateManifest(parsed.value, { file: basename(path), path });
-	} catch {
-		// No parsed copy, or one that is not valid: the parser below says what is wrong.
+		copy = readFileSync(new URL(`./${PARSED_COPY_NAME}`, import.meta.url), "utf8");
+	} catch {}
+	const value = valueFromCopy(bytes, copy);
+	if (value !== undefined) {
+		try {
+			return validateManifest(value, { file: basename(path), path });
+		} catch {
+			// The same value parsed again below says what is wrong, with line numbers.
+		}
 	}
-	const { loadManifest } = await import("./manifest-load.mjs");
-	return loadManifest(path);
+	const { parseManifest } = await import("./manifest-load.mjs");
+	return parseManifest(bytes, path).manifest;
 }
 
 /**

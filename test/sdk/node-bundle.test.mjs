@@ -117,7 +117,7 @@ test("native .node addons are refused, naming the file", () => {
 	assert.ok(!existsSync(out), "nothing written on failure");
 });
 
-test("errors: usage, missing berth.yml, invalid manifest, no entry, foreign output dir", () => {
+test("errors: usage, missing berth.yml, invalid or oversized manifest, no entry, foreign output dir", () => {
 	let r = runBundler(join(ROOT, "apps", "notes"));
 	assert.notEqual(r.status, 0);
 	assert.equal(r.verdict.ok, false);
@@ -128,6 +128,11 @@ test("errors: usage, missing berth.yml, invalid manifest, no entry, foreign outp
 	r = runBundler(bad, join(work, "bad-out"));
 	assert.equal(r.status, 1);
 	assert.match(r.verdict.error, /^invalid berth\.yml:\nberth\.yml:1 name: name must be lowercase alphanumeric with dashes/);
+	const huge = pythonApp("huge-manifest", { "berth.yml": `name: huge\nversion: 1.0.0\n#${"x".repeat(1 << 20)}\n` });
+	r = runBundler(huge, join(work, "huge-out"));
+	assert.equal(r.status, 1);
+	assert.match(r.verdict.error, /^invalid berth\.yml \(.*huge-manifest\/berth\.yml\): larger than 1 MiB$/);
+	assert.equal(existsSync(join(work, "huge-out")), false);
 	const noEntry = pythonApp("no-entry", { "berth.yml": "name: x\nversion: 1.0.0\n" });
 	r = runBundler(noEntry, join(work, "no-entry-out"));
 	assert.match(r.verdict.error, /^no app entry in /);

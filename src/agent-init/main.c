@@ -10,18 +10,18 @@
  *   confine_and_exec(): the irreversible part, straight-line, any failure is _exit(1).
  *
  * The same code, built as libberth-confine.so (in-place.c), confines a pre-started runtime
- * in place instead of exec'ing one: the Python runtime forked from the warm-start zygote
- * (docs/warm-start.md). Then the last step closes what the exec would have closed and
- * returns, and a process with more than one thread is refused, since Landlock confines
- * only the calling thread.
+ * in place instead of exec'ing one: the Python runtime forked from the warm-start zygote,
+ * and the warm Node of a restored VM (docs/warm-start.md). Then every thread of the
+ * process is confined (threads.h), the last step closes what the exec would have closed,
+ * and the function returns.
  *
  * See docs/confinement.md.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <linux/capability.h>
 #include <dirent.h>
+#include <linux/capability.h>
+#include <linux/seccomp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,32 +43,22 @@
 #include "missing-landlock.h"
 #include "policy.h"
 #include "ruleset.h"
+#include "threads.h"
 
 #define DEFAULT_POLICY_PATH ".berth/capability-policy.json"
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 extern char **environ;
 
-typedef enum Step {
-	STEP_CAPABILITIES,
-	STEP_IDENTITY,
-	STEP_FDS,
-	STEP_NO_NEW_PRIVS,
-	STEP_LANDLOCK,
-	STEP_SECCOMP_BASE,
-	STEP_SECCOMP_DATAGRAM,
-	_STEP_MAX,
-	_STEP_INVALID = -EINVAL,
-} Step;
-
 static const char *const step_names[_STEP_MAX] = {
 	[STEP_CAPABILITIES] = "dropping capabilities",
 	[STEP_IDENTITY] = "switching to the app uid",
-	[STEP_FDS] = "marking inherited file descriptors close-on-exec",
 	[STEP_NO_NEW_PRIVS] = "setting no_new_privs",
 	[STEP_LANDLOCK] = "landlock_restrict_self()",
+	[STEP_FDS] = "closing inherited file descriptors",
 	[STEP_SECCOMP_BASE] = "loading the namespace seccomp filter",
 	[STEP_SECCOMP_DATAGRAM] = "loading the network seccomp filter",
+	[STEP_THREADS] = "confining the runtime's other threads",
 };
 
 /* What confine_and_exec() needs, all of it ready before the first restriction. */
@@ -90,6 +81,7 @@ typedef struct Confinement {
 static int report_fd = -1;
 
 /* Confining the calling process in place (libberth-confine.so) rather than exec'ing. */
+static AgentInitMode mode;
 static bool in_place;
 
 /* BERTH_LISTEN_FD: a listening unix socket berth-init bound for a daemon it starts before
@@ -214,6 +206,11 @@ static _noreturn_ void die(const Confinement *c, Step step, int error, const cha
 		format("%s failed: %s", step_names[step], detail ?: strerror(error));
 	const char *why = reason ?: "out of memory";
 
+	/* The lines of the steps that succeeded before it, as they would have come. */
+	if (step > STEP_CAPABILITIES && step < STEP_THREADS)
+		emit(c->caps_lines);
+	if (step > STEP_IDENTITY && step < STEP_THREADS)
+		emit(c->uid_lines);
 	if (step == STEP_CAPABILITIES)
 		emit(audit_capabilities_dropped(c->boot_id, c->app, false, c->now));
 	else if (step == STEP_IDENTITY)
@@ -229,18 +226,6 @@ static _noreturn_ void die(const Confinement *c, Step step, int error, const cha
 	_exit(EXIT_FAILURE);
 }
 
-static int capabilities_clear_inheritable(void)
-{
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
-
-	if (syscall(SYS_capget, &h, d) < 0)
-		return -errno;
-	for (size_t i = 0; i < ELEMENTSOF(d); i++)
-		d[i].inheritable = 0;
-	return RET_NERRNO((int)syscall(SYS_capset, &h, d));
-}
-
 /* getresuid()/getresgid() say the app identity in all three slots, and root is gone for
  * good: setuid(0) and setgid(0) fail. */
 static bool identity_is_final(const AppIdentity *id)
@@ -253,74 +238,84 @@ static bool identity_is_final(const AppIdentity *id)
 	if (ru != id->uid || eu != id->uid || su != id->uid || rg != id->gid || eg != id->gid ||
 	    sg != id->gid)
 		return false;
-	return setuid(0) < 0 && setgid(0) < 0;
+	/* The system calls, not glibc's wrappers, which would ask every thread to try. */
+	return syscall(SYS_setuid, 0) < 0 && syscall(SYS_setgid, 0) < 0;
+}
+
+/* In place, what the exec would have closed; a runtime with an event loop keeps its own. */
+static int close_inherited_fds(const Confinement *c)
+{
+	if (mode != AGENT_INIT_IN_PLACE_EVENT_LOOP)
+		return RET_NERRNO(close_range(3, ~0U, 0));
+	/* Its loop's descriptors were checked at the prepare; only agent-init's own remain. */
+	if (report_fd >= 0)
+		(void)close(report_fd);
+	if (c->ruleset_fd >= 0)
+		(void)close(c->ruleset_fd);
+	return 0;
 }
 
 /*
  * The irreversible sequence (STYLE 3.8). Everything it uses was prepared; every failure is
- * _exit(1) through die(). Order: capabilities (the bounding set needs CAP_SETPCAP, which
- * the uid change takes away), identity, fds, no_new_privs, Landlock, seccomp last, exec.
- * In place, it returns instead of the exec, with the process as the exec would leave it.
+ * _exit(1) through die(). Order: the steps each thread takes for itself (threads.h:
+ * capabilities, whose bounding set needs CAP_SETPCAP, which the uid change takes away;
+ * identity; no_new_privs; Landlock), in place first in every other thread of the runtime;
+ * then the fds, seccomp last, exec. In place, it returns instead of the exec, with the
+ * process as the exec would leave it.
  */
 static void confine_and_exec(const Confinement *c)
 {
-	/* 1. Empty the bounding set and clear ambient and inheritable: no capability survives
-	 *    the exec, whether or not the app stays root. */
-	for (int cap = 0; cap <= c->cap_last; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-			die(c, STEP_CAPABILITIES, errno, NULL);
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
-		die(c, STEP_CAPABILITIES, errno, NULL);
-	if (capabilities_clear_inheritable() < 0)
-		die(c, STEP_CAPABILITIES, errno, NULL);
-	emit(c->caps_lines);
+	ThreadSteps steps = {.cap_last = c->cap_last, .id = &c->id, .ruleset_fd = c->ruleset_fd};
+	/* In place, the filters reach every thread; one that cannot take them is an error. */
+	unsigned seccomp_flags = in_place ? SECCOMP_FILTER_FLAG_TSYNC : 0;
+	ThreadFailure f = {};
+	char why[160];
 
-	/* 2. Groups, gid, uid, in that order: each needs the privilege the next removes. */
-	if (c->id.set) {
-		if (setgroups(c->id.n_groups, c->id.groups) < 0 ||
-		    setresgid(c->id.gid, c->id.gid, c->id.gid) < 0 ||
-		    setresuid(c->id.uid, c->id.uid, c->id.uid) < 0)
-			die(c, STEP_IDENTITY, errno, NULL);
-		if (!identity_is_final(&c->id))
-			die(c, STEP_IDENTITY, EPERM,
-			    "the uid change did not take or is reversible (setuid(0) succeeded)");
-		/* The uid change made the process undumpable, which an exec would undo: the
-		 * app could not read its own /proc/self otherwise. Its memory is the image's
-		 * runtime and its own. */
-		if (in_place && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
-			die(c, STEP_IDENTITY, errno, NULL);
+	/* Nothing of the calling thread is restricted yet, whichever other thread failed. */
+	if (in_place && threads_confine_others(&steps, &f, why, sizeof(why)) < 0) {
+		if (f.step != STEP_THREADS)
+			snprintf(why, sizeof(why), "thread %d, %s: %s", (int)f.tid,
+				 step_names[f.step], strerror(f.error));
+		die(c, STEP_THREADS, f.error, why);
 	}
-	emit(c->uid_lines);
 
-	/* 3. Only stdin, stdout and stderr reach the app (and a daemon's listening socket). */
+	/* 1-4. The bounding set emptied, ambient and inheritable cleared (no capability survives
+	 *      the exec, whether or not the app stays root); groups, gid, uid; no_new_privs, so
+	 *      that no setuid binary or file capability can undo them, and which lets an
+	 *      unprivileged process use Landlock and seccomp; Landlock (the ruleset's fd is
+	 *      close-on-exec). */
+	if (thread_confine_self(&steps, &f) < 0)
+		die(c, f.step, f.error, NULL);
+	emit(c->caps_lines);
+	if (c->id.set && !identity_is_final(&c->id))
+		die(c, STEP_IDENTITY, EPERM,
+		    "the uid change did not take or is reversible (setuid(0) succeeded)");
+	/* The uid change made the process undumpable, which an exec would undo: the app could
+	 * not read its own /proc/self otherwise. Its memory is the image's runtime and its own. */
+	if (c->id.set && in_place && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		die(c, STEP_IDENTITY, errno, NULL);
+	emit(c->uid_lines);
+	emit(c->landlock_lines);
+
+	/* 5. Only stdin, stdout and stderr reach the app (and a daemon's listening socket). */
 	if (close_range(listen_fd >= 0 ? LISTEN_FD + 1 : 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		die(c, STEP_FDS, errno, NULL);
 	if (listen_fd >= 0 && fcntl(listen_fd, F_SETFD, 0) < 0)
 		die(c, STEP_FDS, errno, NULL);
 
-	/* 4. No setuid binary or file capability can undo steps 1 and 2; also what lets an
-	 *    unprivileged process use Landlock and seccomp. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		die(c, STEP_NO_NEW_PRIVS, errno, NULL);
-
-	/* 5. Landlock: the ruleset's fd is close-on-exec. */
-	if (c->ruleset_fd >= 0 && missing_landlock_restrict_self(c->ruleset_fd, 0) < 0)
-		die(c, STEP_LANDLOCK, errno, NULL);
-	emit(c->landlock_lines);
-
 	/* 6. seccomp last: it only refuses calls this sequence no longer makes, and lets
 	 *    execve through. */
-	if (seccomp_program_load(&c->filters.base, 0) < 0)
+	if (seccomp_program_load(&c->filters.base, seccomp_flags) < 0)
 		die(c, STEP_SECCOMP_BASE, errno, NULL);
 	emit(c->seccomp_base_lines);
-	if (c->filters.datagram.insns && seccomp_program_load(&c->filters.datagram, 0) < 0)
+	if (c->filters.datagram.insns &&
+	    seccomp_program_load(&c->filters.datagram, seccomp_flags) < 0)
 		die(c, STEP_SECCOMP_DATAGRAM, errno, NULL);
 	emit(c->seccomp_datagram_lines);
 
-	/* 7. In place: what the exec would close (every fd but stdio, the ruleset's and the
-	 *    report pipe among them), and the runtime goes on as the app. */
+	/* 7. In place: what the exec would close, and the runtime goes on as the app. */
 	if (in_place) {
-		if (close_range(3, ~0U, 0) < 0)
+		if (close_inherited_fds(c) < 0)
 			die(c, STEP_FDS, errno, NULL);
 		return;
 	}
@@ -365,20 +360,75 @@ static int resolve_command(const char *cmd, char **ret)
 	}
 }
 
-/* Landlock and the uid change confine the calling thread: in place, it must be the only one. */
-static int thread_count(void)
+/*
+ * A runtime with an event loop keeps its loop's descriptors when it is confined in place.
+ * Each must be its own: an epoll, eventfd, signalfd or timerfd instance (anon inodes, which
+ * reach nothing outside it), a pipe of which it holds both ends, or /dev/null. Anything
+ * else open (a socket, a file, a directory, one end of a pipe) could reach beyond the app's
+ * policy, and refuses the confinement: the runtime closes what it was given first.
+ */
+static int check_event_loop_fds(char **reterr)
 {
-	DIR *d = opendir("/proc/self/task");
+	struct {
+		ino_t ino;
+		int modes; /* 1: a read end, 2: a write end */
+	} pipes[64];
+	size_t n_pipes = 0;
+	DIR *d = opendir("/proc/self/fd");
 	struct dirent *de;
-	int n = 0;
+	int r = 0;
 
 	if (!d)
 		return -errno;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
+	while (r >= 0 && (de = readdir(d))) {
+		int fd = atoi(de->d_name);
+		char path[64], target[128] = "";
+		struct stat st;
+		ssize_t n;
+		int fl;
+
+		if (de->d_name[0] == '.' || fd < 3 || fd == dirfd(d) || fd == report_fd)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n > 0)
+			target[n] = '\0';
+		if (fstat(fd, &st) < 0 || (fl = fcntl(fd, F_GETFL)) < 0) {
+			r = -errno;
+			break;
+		}
+		if (strneq(target, "anon_inode:", strlen("anon_inode:")))
+			continue;
+		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+			continue;
+		if (S_ISFIFO(st.st_mode) && strneq(target, "pipe:", strlen("pipe:"))) {
+			size_t i = 0;
+
+			while (i < n_pipes && pipes[i].ino != st.st_ino)
+				i++;
+			if (i == ELEMENTSOF(pipes)) {
+				r = -E2BIG;
+				break;
+			}
+			if (i == n_pipes)
+				pipes[n_pipes++] = (typeof(pipes[0])){.ino = st.st_ino};
+			pipes[i].modes |= (fl & O_ACCMODE) == O_RDONLY	 ? 1
+					  : (fl & O_ACCMODE) == O_WRONLY ? 2
+									 : 3;
+			continue;
+		}
+		*reterr = format("descriptor %d (%s) is open in the runtime", fd,
+				 target[0] ? target : "?");
+		r = -EBADF;
+	}
 	closedir(d);
-	return n;
+	for (size_t i = 0; r >= 0 && i < n_pipes; i++)
+		if (pipes[i].modes != 3) {
+			*reterr = format("the runtime holds one end only of pipe:[%lu]",
+					 (unsigned long)pipes[i].ino);
+			r = -EBADF;
+		}
+	return r;
 }
 
 static bool have_setpcap(void)
@@ -572,7 +622,7 @@ static void prepare_landlock(Confinement *c, bool required, CapabilityPolicy **p
 	c->ruleset_fd = rs->fd;
 }
 
-int agent_init_run(int argc, char *argv[], bool confine_in_place)
+int agent_init_run(int argc, char *argv[], AgentInitMode confine_mode)
 {
 	bool required = enforcement_required(getenv("BERTH_REQUIRE_ENFORCEMENT"));
 	_cleanup_free_ char *boot_id = printable(getenv("BERTH_BOOT_ID") ?: "unknown");
@@ -582,7 +632,8 @@ int agent_init_run(int argc, char *argv[], bool confine_in_place)
 	bool have_policy, no_network;
 	int r;
 
-	in_place = confine_in_place;
+	mode = confine_mode;
+	in_place = mode != AGENT_INIT_EXEC;
 	if (argc < 2 && !in_place) {
 		fputs("[agent-init] usage: agent-init <command> [args...]\n", stderr);
 		return EXIT_FAILURE;
@@ -619,14 +670,13 @@ int agent_init_run(int argc, char *argv[], bool confine_in_place)
 		refuse(c.app, c.now, true,
 		       "BERTH_APP_UID or BERTH_APP_GID is missing or not a valid id (not 0), and a "
 		       "runtime confined in place would keep root's capabilities");
-	if (in_place) {
-		int n = thread_count();
+	if (mode == AGENT_INIT_IN_PLACE_EVENT_LOOP) {
+		_cleanup_free_ char *err = NULL;
 
-		if (n != 1) {
+		r = check_event_loop_fds(&err);
+		if (r < 0) {
 			_cleanup_free_ char *reason = format(
-				"the runtime to confine in place has %d threads (%s), and Landlock "
-				"confines only the calling one",
-				n, n < 0 ? strerror(-n) : "more than one");
+				"cannot confine the runtime in place: %s", err ?: strerror(-r));
 			refuse(c.app, c.now, true, reason);
 		}
 	}
@@ -652,6 +702,6 @@ int agent_init_run(int argc, char *argv[], bool confine_in_place)
 #ifndef AGENT_INIT_LIBRARY
 int main(int argc, char *argv[])
 {
-	return agent_init_run(argc, argv, false);
+	return agent_init_run(argc, argv, AGENT_INIT_EXEC);
 }
 #endif

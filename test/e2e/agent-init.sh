@@ -425,17 +425,51 @@ lib=$bld/src/agent-init/libberth-confine.so
 if [ -f "$lib" ]; then
 	cat >"$T/bin/in-place" <<EOF
 #!/usr/bin/python3
-import ctypes, os, sys, threading, time
-if os.environ.get("INPLACE_THREAD"):
-    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+import ctypes, errno, os, select, signal, sys, threading
+# INPLACE_THREADS: two more threads, one blocking every signal it can (as Node's inspector
+# watchdog does), each trying a write inside and outside the policy once confined.
+go, seen = threading.Event(), {}
+def thread(name, block):
+    if block:
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    go.wait()
+    got = []
+    for d in ("ws", "outside"):
+        try:
+            open("$T/%s/thread-%s" % (d, name), "w").close()
+            got.append("%s=ok" % d)
+        except OSError as e:
+            got.append("%s=%s" % (d, errno.errorcode[e.errno]))
+    st = dict(l.split(":\t", 1) for l in open("/proc/thread-self/status").read().splitlines() if ":\t" in l)
+    seen[name] = "%s uid=%s capbnd=%s nnp=%s seccomp=%s" % (" ".join(got), st["Uid"].split()[0], st["CapBnd"], st["NoNewPrivs"], st["Seccomp"])
+threads = [threading.Thread(target=thread, args=a) for a in (("plain", False), ("blocking", True))] if os.environ.get("INPLACE_THREADS") else []
+for t in threads:
+    t.start()
 extra = os.open("/dev/null", os.O_RDONLY)
 os.set_inheritable(extra, True)
-ctypes.CDLL("$lib").berth_confine_in_place()
-try:
-    os.fstat(extra)
-    print("inplace-fds: open", flush=True)
-except OSError:
-    print("inplace-fds: closed", flush=True)
+# INPLACE_LOOP: an event loop's kind of descriptors, which stay; INPLACE_SOCKET: one that may not.
+if os.environ.get("INPLACE_LOOP"):
+    ep = select.epoll()
+    loop = [ep.fileno(), os.eventfd(0), *os.pipe()]
+if os.environ.get("INPLACE_SOCKET"):
+    import socket
+    sock = socket.socket(socket.AF_UNIX)
+lib = ctypes.CDLL("$lib")
+(lib.berth_confine_in_place_event_loop if os.environ.get("INPLACE_LOOP") else lib.berth_confine_in_place)()
+go.set()
+for t in threads:
+    t.join()
+for name in sorted(seen):
+    print("inplace-thread-%s: %s" % (name, seen[name]), flush=True)
+def is_open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+print("inplace-fds: %s" % ("open" if is_open(extra) else "closed"), flush=True)
+if os.environ.get("INPLACE_LOOP"):
+    print("inplace-loop-fds: %s" % ("open" if all(map(is_open, loop)) else "closed"), flush=True)
 libc = ctypes.CDLL(None)
 print("inplace-dumpable: %d" % libc.prctl(3, 0, 0, 0, 0), flush=True)  # PR_GET_DUMPABLE
 print("inplace-uid: %d" % os.getuid(), flush=True)
@@ -464,11 +498,27 @@ EOF
 		'[l["event"] for l in lines] == ["capabilities_dropped", "app_uid_applied", "capability_policy_applied", "namespace_seccomp_filter", "network_seccomp_filter"]' \
 		'ev["capabilities_dropped"]["dropped"] is True' 'ev["app_uid_applied"]["dropped"] is True' \
 		'ev["capability_policy_applied"]["ruleset"] == "FullyEnforced"'
-	run inplace-threads "$T/bin/in-place" "$T/writes.json" INPLACE_THREAD=1 -- write="$marker"
-	exits 1 "in place: a runtime with a second thread is refused"
-	logs "in place: the refusal says why" "has 2 threads"
-	check "in place: nothing ran after the refusal" test ! -e "$marker"
-	check "in place: the refused runtime printed nothing of its own" test ! -s "$T/inplace-threads.out"
+	run inplace-threads "$T/bin/in-place" "$T/writes.json" INPLACE_THREADS=1 -- status
+	exits 0 "in place: a runtime with more threads is confined, every thread of it"
+	says "in place: a second thread is confined like the first" \
+		"inplace-thread-plain: ws=ok outside=EACCES uid=$APP_UID capbnd=0000000000000000 nnp=1 seccomp=2"
+	says "in place: so is a thread that blocks every signal it can" \
+		"inplace-thread-blocking: ws=ok outside=EACCES uid=$APP_UID capbnd=0000000000000000 nnp=1 seccomp=2"
+	says "in place: and the main thread as before" "status: CapBnd:	0000000000000000"
+	audit "in place: with threads, the audit records of an exec'd app" \
+		'[l["event"] for l in lines] == ["capabilities_dropped", "app_uid_applied", "capability_policy_applied", "namespace_seccomp_filter", "network_seccomp_filter"]'
+
+	run inplace-loop "$T/bin/in-place" "$T/writes.json" INPLACE_LOOP=1 -- write="$T/outside/f3" status
+	exits 0 "in place with an event loop: confined"
+	says "in place with an event loop: its epoll, eventfd and pipe stay open" "inplace-loop-fds: open"
+	says "in place with an event loop: /dev/null stays too" "inplace-fds: open"
+	says "in place with an event loop: Landlock as before" "write=$T/outside/f3: EACCES"
+	says "in place with an event loop: seccomp as before" "status: Seccomp:	2"
+	run inplace-socket "$T/bin/in-place" "$T/writes.json" INPLACE_LOOP=1 INPLACE_SOCKET=1 -- write="$marker"
+	exits 1 "in place with an event loop: a socket left open is refused"
+	logs "in place with an event loop: the refusal names it" "is open in the runtime"
+	check "in place with an event loop: nothing ran after the refusal" test ! -e "$marker"
+	check "in place with an event loop: the refused runtime printed nothing of its own" test ! -s "$T/inplace-socket.out"
 	run inplace-root "$T/bin/in-place" "$T/writes.json" BERTH_APP_UID= BERTH_REQUIRE_ENFORCEMENT= -- write="$marker"
 	exits 1 "in place: no app uid is refused even without enforcement required (root's capabilities would stay)"
 	logs "in place: and says why" "would keep root's capabilities"

@@ -30,6 +30,7 @@
 #include "macros.h"
 #include "publish-relay.h"
 #include "node-snapshot.h"
+#include "node-warm.h"
 #include "zygote.h"
 
 #define OUTPUT_LINE_MAX (16 * 1024)
@@ -1028,11 +1029,22 @@ static void env_done(Env *e)
 	e->n = 0;
 }
 
+/* Variables Node reads only as it starts (NODE_OPTIONS and its kin): an app given one must
+ * have a Node that starts with it. */
+static bool env_sets_node_startup(const Env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (strneq(e->v[i], "NODE_", strlen("NODE_")))
+			return true;
+	return false;
+}
+
 /*
- * A Python app in a restored VM: a fork of the warm runtime (zygote.h) instead of an exec
- * of agent-init, confined by the same code before the app's first line. Returns the pid,
- * or a negative errno when there is no warm runtime to fork, and the caller starts the app
- * cold.
+ * An app in a restored VM, from a runtime the template started: a Python app is a fork of
+ * the warm Python runtime (zygote.h), a Node app takes the warm Node (node-warm.h), instead
+ * of an exec of agent-init. Either is confined by agent-init's code before the app's first
+ * line. Returns the pid, or a negative errno when there is no warm runtime for it, and the
+ * caller starts the app the exec'd way.
  */
 static pid_t start_app_warm(const App *a, int out_fd, int err_fd, int report_fd)
 {
@@ -1040,14 +1052,24 @@ static pid_t start_app_warm(const App *a, int out_fd, int err_fd, int report_fd)
 	int start_fd, r;
 	pid_t pid;
 
-	if (!a->python || !zygote_available())
+	if (a->python ? !zygote_available() : !node_warm_available())
 		return -ENOENT;
-	pid = zygote_fork(out_fd, err_fd, report_fd, &start_fd);
-	if (pid < 0)
+	r = build_env(a, &env);
+	if (!a->python) {
+		pid = r < 0 || env_sets_node_startup(&env)
+			      ? -ENOENT
+			      : node_warm_take(out_fd, err_fd, report_fd, a->dir, a->conf.cgroup,
+					       strict_cgroups(), env.v, env.n);
+		env_done(&env);
 		return pid;
+	}
+	pid = zygote_fork(out_fd, err_fd, report_fd, &start_fd);
+	if (pid < 0) {
+		env_done(&env);
+		return pid;
+	}
 	/* From here on the process is the app's: whatever fails, it exits and is reaped as
 	 * the app, having run nothing of it. */
-	r = build_env(a, &env);
 	if (r < 0) {
 		dprintf(err_fd,
 			"berth-init: the environment of \"%s\" does not fit (%d variables at "
@@ -1193,14 +1215,18 @@ void apps_launch(void (*none_started)(void))
 	bool browser =
 		browser_app >= 0 && apps[browser_app].state == APP_PENDING && browser_set_up();
 	unsigned context = context_daemons();
-	bool python = false;
+	bool python = false, node = false;
 
 	launch_none_started = none_started;
-	/* The warm Python runtime holds memory a VM of Node apps has better uses for. */
-	for (unsigned i = 0; i < n_apps; i++)
+	/* A warm runtime no app will take holds memory the apps have better uses for. */
+	for (unsigned i = 0; i < n_apps; i++) {
 		python |= apps[i].python;
+		node |= !apps[i].python;
+	}
 	if (!python)
 		zygote_stop();
+	if (!node)
+		node_warm_stop();
 	/* The daemons first: an app's first request must find its broker listening. */
 	if (!egress && !github && !browser && context == 0) {
 		launch_rest();

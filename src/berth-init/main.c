@@ -45,6 +45,7 @@
 #include "resume.h"
 #include "secrets.h"
 #include "node-snapshot.h"
+#include "node-warm.h"
 #include "zygote.h"
 
 #define MUX_PORT_NAME "berth.mux"
@@ -277,15 +278,20 @@ static int template_phase(void)
 	char why[256];
 
 	/* Node's startup snapshot and the warm Python runtime, made here once for every VM
-	 * restored from this one; the two side by side, one per vCPU. */
+	 * restored from this one; the two side by side, one per vCPU. Then the warm Node. */
 	bool node = node_snapshot_start(why, sizeof(why)) >= 0;
 
 	if (!node)
 		journal_logf("no Node startup snapshot: %s; Node apps start without it", why);
 	if (zygote_start(why, sizeof(why)) < 0)
 		journal_logf("no warm Python runtime: %s; Python apps start cold", why);
-	if (node && node_snapshot_wait(why, sizeof(why)) < 0)
+	if (node && node_snapshot_wait(why, sizeof(why)) < 0) {
 		journal_logf("no Node startup snapshot: %s; Node apps start without it", why);
+		node = false;
+	}
+	/* The warm Node starts from that snapshot, once the zygote's imports are done. */
+	if (node && node_warm_start(node_snapshot_blob(), why, sizeof(why)) < 0)
+		journal_logf("no warm Node runtime: %s; Node apps start the exec'd way", why);
 	journal_event("template_ready", NULL);
 	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);
 	while (!resume_done()) {
@@ -347,7 +353,7 @@ static void reap_children(void)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
 		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status) &&
 		    !github_child_exited(pid, status) && !browser_child_exited(pid, status) &&
-		    !zygote_child_exited(pid, status))
+		    !zygote_child_exited(pid, status) && !node_warm_child_exited(pid, status))
 			(void)context_child_exited(pid, status);
 }
 

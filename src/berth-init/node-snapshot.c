@@ -31,7 +31,7 @@ static _noreturn_ void exec_builder(void)
 			      (char *)NODE_SNAPSHOT_ENTRY,
 			      NULL};
 
-	exec_template_program("/usr/bin/node", argv, -EBADF, -1);
+	exec_template_program("/usr/bin/node", argv, -EBADF, -1, false);
 }
 
 int node_snapshot_start(char *why, size_t whylen)

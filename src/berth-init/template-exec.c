@@ -9,7 +9,7 @@
 #include "template-exec.h"
 
 _noreturn_ void exec_template_program(const char *path, char *const argv[], int keep_fd,
-				      int keep_as)
+				      int keep_as, bool quiet)
 {
 	char *const envp[] = {(char *)"PATH=/usr/local/bin:/usr/bin:/bin", (char *)"LANG=C.UTF-8",
 			      (char *)"HOME=/", NULL};
@@ -19,6 +19,7 @@ _noreturn_ void exec_template_program(const char *path, char *const argv[], int 
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+	    (quiet && dup2(null, STDERR_FILENO) < 0) ||
 	    (keep_fd >= 0 && dup2(keep_fd, keep_as) < 0) || chdir("/") < 0)
 		_exit(126);
 	(void)setsid();

@@ -48,7 +48,7 @@ static _noreturn_ void exec_zygote(int fd)
 {
 	char *const argv[] = {(char *)"python3", (char *)ZYGOTE_PROGRAM, NULL};
 
-	exec_template_program("/usr/bin/python3", argv, fd, ZYGOTE_FD);
+	exec_template_program("/usr/bin/python3", argv, fd, ZYGOTE_FD, false);
 }
 
 int zygote_start(char *why, size_t whylen)

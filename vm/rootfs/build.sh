@@ -23,7 +23,8 @@ t1=$(now_ms)
 guest_bins=("$build/src/berth-init/berth-init" "$build/src/agent-init/agent-init"
 	"$build/src/egress-broker/egress-broker" "$build/src/github-broker/github-api-broker"
 	"$build/src/terminal-view/terminal-view" "$build/src/context-bus/context-bus"
-	"$build/src/semantic-fs/semantic-fs" "$build/src/agent-init/libberth-confine.so")
+	"$build/src/semantic-fs/semantic-fs" "$build/src/agent-init/libberth-confine.so"
+	"$build/src/agent-init/berth-node-confine.node")
 # The SDK sources are inputs of the image too.
 for b in "${guest_bins[@]}"; do
 	[ -x "$b" ] || die "$b is missing: build the project first (ninja -C $build)"
@@ -59,6 +60,10 @@ install -D -m 0644 -s "$build/src/agent-init/libberth-confine.so" "$tree/usr/lib
 # Node's startup snapshot, made in the template boot on a tmpfs over warm/ (node-snapshot.h).
 install -m 0644 "$here/../../src/berth-init/node-startup.js" "$tree/usr/libexec/berth/node-startup.js"
 install -d -m 0755 "$tree/usr/libexec/berth/warm"
+# The warm Node of a restored VM (node-warm.h), started from that snapshot in the template
+# boot, and the addon through which agent-init's code confines it as its app.
+install -m 0644 "$here/../../src/berth-init/node-warm.mjs" "$tree/usr/libexec/berth/node-warm.mjs"
+install -m 0644 -s "$build/src/agent-init/berth-node-confine.node" "$tree/usr/libexec/berth/berth-node-confine.node"
 view_assets="$tree/usr/share/berth/terminal-view"
 xterm="$here/../../node_modules/@xterm"
 [ -f "$xterm/xterm/lib/xterm.js" ] && [ -f "$xterm/addon-fit/lib/addon-fit.js" ] ||

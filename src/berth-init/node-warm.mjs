@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// The warm Node runtime of a restored VM (src/berth-init/node-warm.h, docs/warm-start.md).
+//
+// berth-init starts this in the template boot, as root, from Node's startup snapshot, with
+// its end of a socketpair as fd 3. Being an ES module, its own load sets up Node's ES
+// module loader; it then loads the modules of Node's own that an app's start loads, each
+// compiled from source by the image's Node, and the addon, whose takeApp() says "ready"
+// and returns only once berth-init has handed this process an app and agent-init's code
+// has confined every thread of it as that app (src/agent-init/node-addon.c). Nothing of an
+// app is read before that. Then it runs the app's runtime as `node <dir>/runtime.mjs` would.
+import { writeSync } from "node:fs";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import v8 from "node:v8";
+
+const CHANNEL_FD = 3;
+const ADDON = "/usr/libexec/berth/berth-node-confine.node";
+// What the SDK runtime, the SDK in an app's bundle and undici (egress) load. Not a module
+// that touches process.stdout or process.stderr as it loads (assert does): those streams
+// are the app's, made once the app's stdio is in place.
+const PRELOAD = ["async_hooks", "buffer", "child_process", "crypto", "diagnostics_channel", "events", "fs", "fs/promises", "http", "https", "module", "net", "os", "path", "perf_hooks", "querystring", "stream", "stream/web", "string_decoder", "timers", "tls", "url", "util", "util/types", "worker_threads", "zlib"];
+
+let takeApp;
+try {
+	const require = createRequire(import.meta.url);
+	for (const m of PRELOAD) require(`node:${m}`);
+	({ takeApp } = require(ADDON));
+} catch (err) {
+	// Its stdio is /dev/null: berth-init reads this instead of "ready" and logs it.
+	writeSync(CHANNEL_FD, String(err?.message ?? err).slice(0, 200));
+	process.exit(1);
+}
+const app = takeApp(CHANNEL_FD);
+
+// The app's from here on. Math.random() draws its state on its first call, from V8's
+// generator, which every clone of the template shares: seed it from the kernel instead,
+// then let later contexts and workers seed themselves as usual.
+v8.setFlagsFromString(`--random-seed=${app.randomSeed}`);
+Math.random();
+v8.setFlagsFromString("--random-seed=0");
+process.chdir(app.dir); // Node caches the directory it was started in
+const runtime = `${app.dir}/runtime.mjs`;
+process.argv = [process.argv[0], runtime];
+await import(pathToFileURL(runtime).href);

@@ -5,11 +5,13 @@
 # clock, its own secret and its own state; the snapshot holds neither the secret nor the
 # app's files; vm.json, `berth vm status` and the attestation record say which snapshot a
 # VM came from; a tampered snapshot and one made for another berth-vmm are refused and
-# removed, the VM boots cold and works, and `berth dev --cold` boots cold on purpose.
+# removed, the VM boots cold and works, and `berth dev --cold` boots cold on purpose. Node
+# apps of two restored VMs each take their VM's warm Node: every thread confined, and
+# their own Math.random() and OpenSSL streams from their first line.
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 60
+plan 72
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -255,22 +257,63 @@ echo "# reason: $reason"
 check "and the snapshot is removed" test ! -e "$snapdir/ram" -a ! -e "$snapdir/vm.snap"
 undev alpha
 "$vmm" snapshot >"$BERTH_HOME/snap4.log" 2>&1
-# --- A Node app: restored, it starts from the template's Node startup snapshot; cold, not.
-# node_dev [ARGS...]: `berth dev` of a copy of apps/notes until "VM ready".
+# --- Node apps: restored, the first takes the warm Node the template started (confined in
+# place, every thread of it); cold, a plain exec.
+# node_dev NAME [ARGS...]: `berth dev` of a copy of the Node identity fixture named NAME.
 node_dev() {
-	rm -rf "$BERTH_HOME/apps/notes"
-	cp -r "$src/apps/notes" "$BERTH_HOME/apps/notes"
-	launch notes "$@"
+	local name=$1
+	shift
+	rm -rf "${BERTH_HOME:?}/apps/$name"
+	cp -r "$src/test/e2e/fixtures/identity-node" "$BERTH_HOME/apps/$name"
+	sed -i "s/^name: identity-node/name: $name/" "$BERTH_HOME/apps/$name/berth.yml"
+	echo "// share marker: $marker" >>"$BERTH_HOME/apps/$name/src/index.mjs"
+	launch "$name" "$@"
 }
-check "a Node app boots in a restored VM" node_dev
-check "it started from the Node startup snapshot" test "$(started_as notes)" = "exec, startup snapshot"
-check "and answers" sh -c "'$berth' rpc notes --export list_notes 2>&1 | grep -q '\"notes\"'"
-check "with no warning of the snapshot's in its log" sh -c "! grep -q 'not yet supported in user snapshots' '$BERTH_HOME/notes.log'"
-undev notes
-check "a Node app boots in a --cold VM" node_dev --cold
-check "which has no Node startup snapshot: plain exec" test "$(started_as notes)" = exec
-check "and answers the same" sh -c "'$berth' rpc notes --export list_notes 2>&1 | grep -q '\"notes\"'"
-undev notes
+check "a Node app boots in a restored VM" node_dev nalpha --env "WARM_TOKEN=$token"
+check "a second one beside it, from the same snapshot" node_dev nbeta
+check "each took the warm Node of its VM" test "$(started_as nalpha)/$(started_as nbeta)" = "warm runtime/warm runtime"
+rpc nalpha identity >"$BERTH_HOME/na.json"
+rpc nbeta identity >"$BERTH_HOME/nb.json"
+ina() { json_get "$BERTH_HOME/na.json" "$@"; }
+inb() { json_get "$BERTH_HOME/nb.json" "$@"; }
+echo "# nalpha: $(tr -d "\n" <"$BERTH_HOME/na.json")"
+check "both answer" test -n "$(ina random 2>/dev/null)" -a -n "$(inb random 2>/dev/null)"
+check "each drew its own Math.random() at its first line, though both Nodes are one template's" \
+	test "$(ina mathRandom)" != "$(inb mathRandom)"
+check "and its own bytes from OpenSSL (crypto.randomBytes)" test "$(ina cryptoRandom)" != "$(inb cryptoRandom)"
+check "each VM has its own kernel boot id" test "$(ina kernelBootId)" != "$(inb kernelBootId)"
+check "the secret reached the VM it was given to, and not the other" test "$(ina hasToken) $(inb hasToken)" = "True False"
+check "the app runs in its share, as runtime.mjs" test "$(ina cwd) $(ina argv1)" = "/app /app/runtime.mjs"
+check "it is berth-init's child, as an exec'd app is" test "$(ina ppid)" = 1
+check "every thread of it is confined: the app's uid and gid, no capability, no_new_privs, seccomp" \
+	python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["threads"]
+uid = json.load(open(sys.argv[1]))["uid"]
+ok = len(t) > 1 and uid != 0 and all(
+    s["Uid"].split() == [str(uid)] * 4 and s["Gid"].split() == [str(uid)] * 4 and
+    all(s[c] == "0000000000000000" for c in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")) and
+    s["NoNewPrivs"] == "1" and s["Seccomp"] == "2" for s in t.values())
+sys.exit(not ok)' "$BERTH_HOME/na.json"
+check "Landlock refuses it a write to /tmp" test "$(field nalpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
+check "and lets it write its declared /workspace" test "$(field nalpha try_write '{"path":"/workspace/n"}' error)" = None
+# reports NAME: the events of agent-init's reports berth-init relayed for NAME's VM.
+reports() {
+	control "berth-dev-$1" | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+print(" ".join(e["report"]["event"] for e in ev if e.get("event") == "agent_init_report"))'
+}
+check "agent-init reported the confinement of an exec'd app, in its order" \
+	test "$(reports nalpha)" = "capabilities_dropped app_uid_applied capability_policy_applied namespace_seccomp_filter network_seccomp_filter"
+check "with no warning of Node's snapshot in its log" sh -c "! grep -q 'not yet supported in user snapshots' '$BERTH_HOME/nalpha.log'"
+undev nalpha
+undev nbeta
+check "neither the Node app's secret nor its files are in the snapshot" sh -c "! grep -aqF -e '$token' -e '$marker' '$snapdir/vm.snap' '$snapdir/ram'"
+check "a Node app boots in a --cold VM" node_dev nalpha --cold
+check "which has no warm Node: plain exec" test "$(started_as nalpha)" = exec
+check "and answers the same" test "$(field nalpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
+undev nalpha
 no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
 # --- The disks a restored VM reads are measured while QEMU loads the snapshot.
 dev alpha

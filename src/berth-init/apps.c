@@ -762,12 +762,30 @@ static void release_context(const char *after)
 	context_release();
 }
 
-static void release_context_if_started(void)
+static bool apps_started(void)
 {
 	for (unsigned i = 0; i < n_apps; i++)
 		if (apps[i].state == APP_STARTING || apps[i].state == APP_PENDING)
-			return;
-	release_context("apps started");
+			return false;
+	return true;
+}
+
+static void release_context_if_started(void)
+{
+	if (apps_started())
+		release_context("apps started");
+}
+
+/* A VM whose apps reload in place (the plan's "reloads": berth dev) has a warm Node ready
+ * for the next start of a Node app, started once none is starting, so as not to slow them. */
+static void warm_node_for_reloads(void)
+{
+	bool node = false;
+
+	for (unsigned i = 0; i < n_apps; i++)
+		node |= !apps[i].python && apps[i].state != APP_REFUSED;
+	if (node && json_is_true(json_object_get(apps_plan, "reloads")) && apps_started())
+		node_warm_start_background(apps_loop, node_snapshot_blob());
 }
 
 static int on_context_hold_over(EvSource *s, uint64_t usec, void *userdata)
@@ -795,6 +813,7 @@ static void output_line(Output *o, const char *line, size_t len)
 		journal_event("app_ready",
 			      json_pack("{s:s, s:i}", "app", a->name, "pid", (int)a->pid));
 		release_context_if_started();
+		warm_node_for_reloads();
 		if (reloading(a) && reload.phase == RELOAD_STARTING)
 			reload_finish(RELOAD_NONE, 0, NULL);
 	}

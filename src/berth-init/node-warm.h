@@ -9,7 +9,8 @@
  * The warm Node runtime of a restored VM (docs/warm-start.md): a Node started in the
  * template boot from the Node startup snapshot, its own modules loaded, waiting as root to
  * become one app. Node cannot fork, so there is one, and the first Node app takes it; the
- * others start the exec'd way.
+ * others start the exec'd way. A VM whose apps reload in place starts another once its
+ * apps are up, for the next start.
  *
  * It runs /usr/libexec/berth/node-warm.mjs and talks only to berth-init, over a socketpair
  * it inherited (no path an app could reach), and reads nothing of an app before it is
@@ -28,6 +29,15 @@
 /* In the template boot, once Node's startup snapshot is made: start the warm Node and wait
  * until it is ready. Returns 0, or a negative errno with @why set; then there is none. */
 int node_warm_start(const char *snapshot_blob, char *why, size_t whylen);
+
+/*
+ * node_warm_start_background() - start another, for the next Node app's start (a reload in
+ * place), without waiting: it is available once it answers, which the journal records
+ * (warm_runtime_ready). From @snapshot_blob, or without one (NULL). Nothing when there is
+ * one already, ready or on its way.
+ */
+typedef struct EvLoop EvLoop;
+void node_warm_start_background(EvLoop *loop, const char *snapshot_blob);
 
 /* Is there a warm Node to take? */
 bool node_warm_available(void);

@@ -55,6 +55,8 @@ static void usage(void)
 	       "                       as a local image; see docs/runtimes.md)\n"
 	       "  --cold               boot the kernel even when a snapshot of this host's template\n"
 	       "                       could be restored (see berth-vmm snapshot)\n"
+	       "  --reloads            the apps will be reloaded in place (berth dev): keep a warm\n"
+	       "                       runtime ready in the guest for their next start\n"
 	       "  --boot-stall-timeout SEC  fail a boot that shows no sign of life for SEC\n"
 	       "                       seconds (default 30; 0: never)\n"
 	       "  --artifacts DIR      where the pinned kernel and rootfs are installed (~/.berth/vm)\n"
@@ -158,6 +160,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		O_BOOT_STALL,
 		O_PUBLISH,
 		O_COLD,
+		O_RELOADS,
 		O_ENGINE,
 		O_HELP
 	};
@@ -186,6 +189,7 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 		{"boot-stall-timeout", required_argument, NULL, O_BOOT_STALL},
 		{"publish", required_argument, NULL, O_PUBLISH},
 		{"cold", no_argument, NULL, O_COLD},
+		{"reloads", no_argument, NULL, O_RELOADS},
 		{"engine", required_argument, NULL, O_ENGINE},
 		{"help", no_argument, NULL, O_HELP},
 		{}};
@@ -283,6 +287,9 @@ static int parse_args(int argc, char **argv, VmmArgs *a)
 			break;
 		case O_COLD:
 			a->cold = true;
+			break;
+		case O_RELOADS:
+			a->reloads = true;
 			break;
 		case O_ENGINE:
 			if (!streq(optarg, "qemu") && !streq(optarg, "docker"))
@@ -632,7 +639,9 @@ static int build_boot_disk(Vmm *v)
 	/* The ports only: the guest finds their app from the same table (publish.h). */
 	for (size_t i = 0; publish && i < v->args.n_publish; i++)
 		json_array_append_new(publish, json_integer(v->args.publish[i]));
-	plan = apps && publish ? json_pack("{s:O, s:O}", "apps", apps, "publish", publish) : NULL;
+	plan = apps && publish ? json_pack("{s:O, s:O, s:b}", "apps", apps, "publish", publish,
+					   "reloads", v->args.reloads)
+			       : NULL;
 	if (!plan || json_array_size(apps) != v->n_apps ||
 	    json_array_size(publish) != v->args.n_publish)
 		return log_error_errno(-ENOMEM, "out of memory");

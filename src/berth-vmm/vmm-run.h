@@ -61,6 +61,7 @@ typedef struct VmmArgs {
 	const char *qemu;      /* --qemu: the QEMU program; NULL: BERTH_QEMU, vm.qemu, $PATH */
 	unsigned boot_stall_s; /* a boot with no sign of life for this long fails; 0: never */
 	bool cold;	       /* --cold: never restore a snapshot */
+	bool reloads;	       /* --reloads: the apps reload in place (the plan says so) */
 	bool docker;	       /* --engine docker: a container on the host's kernel */
 	unsigned layers;       /* --layer: 1 << ARTIFACT_LAYER_* (docs/browser.md) */
 	const char *apps[VMM_APPS_MAX];

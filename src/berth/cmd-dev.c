@@ -508,6 +508,8 @@ static int parse_args(int argc, char **argv, Dev *d, const char **ret_runtime, c
 	if (argc - optind > 1)
 		return cli_usage_error("one app folder at a time, not '%s' too", argv[optind + 1]),
 		       -EINVAL;
+	/* Saves reload the app in place: the guest keeps a warm runtime for its next start. */
+	d->l.reloads = !d->reboot_on_change;
 	*ret_dir = optind < argc ? argv[optind] : ".";
 	return 0;
 }

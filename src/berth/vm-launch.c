@@ -946,6 +946,8 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 	}
 	if (l->cold)
 		argv[argc++] = "--cold";
+	if (l->reloads)
+		argv[argc++] = "--reloads";
 	if (l->docker) {
 		argv[argc++] = "--engine";
 		argv[argc++] = "docker";
@@ -999,7 +1001,7 @@ static int vmm_run_argv(VmLaunch *l, VmBoot *b, char **argv, size_t size, char *
 int vm_launch_boot_start(VmLaunch *l, EvLoop *loop, vm_launch_done_t done, void *userdata)
 {
 	_cleanup_free_ char *egress = NULL;
-	char *argv[VMM_ARGS_MAX + 16 + 2 * PUBLISH_PORTS_MAX + 2 * VM_LAUNCH_COMPANIONS_MAX];
+	char *argv[VMM_ARGS_MAX + 17 + 2 * PUBLISH_PORTS_MAX + 2 * VM_LAUNCH_COMPANIONS_MAX];
 	VmBoot *b;
 	int out_fd = -EBADF, r;
 

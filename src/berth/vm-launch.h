@@ -75,6 +75,7 @@ typedef struct VmLaunch {
 	Bundle bundle;
 	unsigned boot_timeout_ms;
 	bool cold;	      /* --cold: boot the kernel, do not restore a snapshot */
+	bool reloads;	      /* the apps reload in place: berth-vmm run --reloads */
 	bool docker;	      /* --runtime docker: a container on this host's kernel */
 	char *runtime_reason; /* which runtime, chosen where (runtime_select()) */
 	char **vmm_args;      /* more `berth-vmm run` arguments, NULL-terminated (may be NULL) */

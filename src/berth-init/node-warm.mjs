@@ -4,7 +4,8 @@
 // berth-init starts this in the template boot, as root, from Node's startup snapshot, with
 // its end of a socketpair as fd 3. Being an ES module, its own load sets up Node's ES
 // module loader; it then loads the modules of Node's own that an app's start loads, each
-// compiled from source by the image's Node, and the addon, whose takeApp() says "ready"
+// compiled from source by the image's Node, runs the unix socket code an app's runtime
+// runs, and loads the addon, whose takeApp() says "ready"
 // and returns only once berth-init has handed this process an app and agent-init's code
 // has confined every thread of it as that app (src/agent-init/node-addon.c). Nothing of an
 // app is read before that. Then it runs the app's runtime as `node <dir>/runtime.mjs` would.
@@ -20,11 +21,31 @@ const ADDON = "/usr/libexec/berth/berth-node-confine.node";
 // are the app's, made once the app's stdio is in place.
 const PRELOAD = ["async_hooks", "buffer", "child_process", "crypto", "diagnostics_channel", "events", "fs", "fs/promises", "http", "https", "module", "net", "os", "path", "perf_hooks", "querystring", "stream", "stream/web", "string_decoder", "timers", "tls", "url", "util", "util/types", "worker_threads", "zlib"];
 
+/**
+ * A unix socket served, connected to, written to and closed, on an abstract address (no
+ * file, nothing left open): what an app's runtime does for its RPC socket and its
+ * connections to the context daemons, compiled once here instead of in every app.
+ */
+async function exerciseUnixSockets(net) {
+	const path = `\0berth-node-warm-${process.pid}`;
+	const server = net.createServer((s) => s.on("data", (d) => s.end(d)));
+	await new Promise((resolve, reject) => server.once("error", reject).listen(path, resolve));
+	await new Promise((resolve, reject) => {
+		const c = net.createConnection({ path }, () => c.write("warm\n"));
+		c.on("data", () => {});
+		c.on("end", resolve);
+		c.on("error", reject);
+	});
+	await new Promise((resolve) => server.close(resolve));
+}
+
 let takeApp;
 try {
-	const require = createRequire(import.meta.url);
-	for (const m of PRELOAD) require(`node:${m}`);
-	({ takeApp } = require(ADDON));
+	// Imported as an app's ES modules import them: each becomes an ES module of its own
+	// once per process, besides the module itself.
+	for (const m of PRELOAD) await import(`node:${m}`);
+	await exerciseUnixSockets(await import("node:net"));
+	({ takeApp } = createRequire(import.meta.url)(ADDON));
 } catch (err) {
 	// Its stdio is /dev/null: berth-init reads this instead of "ready" and logs it.
 	writeSync(CHANNEL_FD, String(err?.message ?? err).slice(0, 200));

@@ -39,6 +39,8 @@
 #define RPC_WAIT_USEC (60 * USEC_PER_SEC)
 /* The longest the context daemons wait for the apps to start (context_release()). */
 #define CONTEXT_HOLD_USEC (3 * USEC_PER_SEC)
+/* After the apps are up, the wait before a VM that reloads starts its next warm Node. */
+#define WARM_NODE_DELAY_USEC (2 * USEC_PER_SEC)
 /* berth-init's own variables (about 20), then the secrets: the host's secrets disk holds at
  * most 512 names an app and 512 shared (ENV_NAMES_MAX), so every one of them fits. */
 #define ENV_OWN_MAX 32
@@ -144,6 +146,7 @@ static bool launching;		   /* waiting for the brokers before starting the apps *
 static EvSource *context_hold;	   /* the context daemons wait for the apps' start... */
 static int64_t context_hold_since; /* ... since then (now_ms()) */
 static unsigned brokers_pending;
+static EvSource *warm_node_timer; /* the next warm Node's start, once the apps are up */
 static void (*launch_none_started)(void);
 
 static int mount_share(App *a)
@@ -776,16 +779,33 @@ static void release_context_if_started(void)
 		release_context("apps started");
 }
 
-/* A VM whose apps reload in place (the plan's "reloads": berth dev) has a warm Node ready
- * for the next start of a Node app, started once none is starting, so as not to slow them. */
+static int on_warm_node_delay_over(EvSource *s, uint64_t usec, void *userdata)
+{
+	warm_node_timer = ev_source_free(warm_node_timer);
+	if (apps_started())
+		node_warm_start_background(apps_loop, node_snapshot_blob());
+	return 0;
+}
+
+/*
+ * A VM whose apps reload in place (the plan's "reloads": berth dev) has a warm Node ready
+ * for the next start of a Node app. It is started WARM_NODE_DELAY_USEC after no app is
+ * starting any more: its start takes the guest's CPU for a second or more under emulation,
+ * which the apps' first requests (a client attaching right after the start) should not
+ * share, and an edit saved sooner than that reloads the exec'd way.
+ */
 static void warm_node_for_reloads(void)
 {
 	bool node = false;
 
 	for (unsigned i = 0; i < n_apps; i++)
 		node |= !apps[i].python && apps[i].state != APP_REFUSED;
-	if (node && json_is_true(json_object_get(apps_plan, "reloads")) && apps_started())
-		node_warm_start_background(apps_loop, node_snapshot_blob());
+	if (!node || !json_is_true(json_object_get(apps_plan, "reloads")) || !apps_started())
+		return;
+	warm_node_timer = ev_source_free(warm_node_timer);
+	if (ev_add_time_relative(apps_loop, &warm_node_timer, WARM_NODE_DELAY_USEC,
+				 on_warm_node_delay_over, NULL) < 0)
+		warm_node_timer = NULL;
 }
 
 static int on_context_hold_over(EvSource *s, uint64_t usec, void *userdata)
@@ -1362,8 +1382,10 @@ bool apps_child_exited(pid_t pid, int status)
 
 void apps_stop_all(void)
 {
-	/* The VM is going down: daemons still held are not started for nothing. */
+	/* The VM is going down: daemons still held, and the next warm Node, are not started
+	 * for nothing. */
 	context_hold = ev_source_free(context_hold);
+	warm_node_timer = ev_source_free(warm_node_timer);
 	for (unsigned i = 0; i < n_apps; i++)
 		if (apps[i].state == APP_STARTING || apps[i].state == APP_READY) {
 			apps[i].stopped = true;

@@ -143,6 +143,56 @@ const json_t *secrets_for_daemon(const json_t *secrets, const char *daemon)
 	return json_object_get(json_object_get(secrets, "daemons"), daemon);
 }
 
+/* Where the disk's content ends, as far as the header in @buf[0..@n) says: the header's
+ * end, or the secrets image's beyond it; 0 while the header's end is not in it yet. The
+ * values are only a length to read: boot_disk_parse() checks them. */
+static size_t boot_disk_extent(const char *buf, size_t n)
+{
+	size_t magic = strlen(BOOT_DISK_MAGIC), header;
+	const char *nul = n > magic ? memchr(buf + magic, '\0', n - magic) : NULL;
+	_cleanup_(json_decrefp) json_t *doc = NULL;
+	json_t *secrets;
+	json_int_t at, len;
+
+	if (!nul)
+		return 0;
+	header = (size_t)(nul - buf) + 1;
+	doc = json_loadb(buf + magic, header - 1 - magic, 0, NULL);
+	secrets = json_object_get(doc, "secrets");
+	at = json_integer_value(json_object_get(secrets, "offset"));
+	len = json_integer_value(json_object_get(secrets, "length"));
+	if (at <= 0 || len <= 0 || at > BOOT_DISK_SIZE_MAX || len > BOOT_DISK_SIZE_MAX)
+		return header;
+	return MIN(MAX(header, (size_t)(at + len)), (size_t)BOOT_DISK_SIZE_MAX);
+}
+
+/*
+ * The disk up to what its header says it holds: a restored VM's boot disk has the size of
+ * the template's placeholder, megabytes of zeros past the plan and the secrets, which
+ * reading would cost. Returns the bytes read into @buf (BOOT_DISK_SIZE_MAX of room).
+ */
+static ssize_t read_boot_disk(int fd, char *buf)
+{
+	size_t have = 0, want = 0;
+
+	while (have < BOOT_DISK_SIZE_MAX) {
+		size_t step = want > have ? want - have : 64 * 1024;
+		ssize_t n = read(fd, buf + have, MIN(step, BOOT_DISK_SIZE_MAX - have));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		have += (size_t)n;
+		if (n == 0 || (want && have >= want))
+			break;
+		want = boot_disk_extent(buf, have);
+		if (want && have >= want)
+			break;
+	}
+	return (ssize_t)have;
+}
+
 int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, char *err,
 		     size_t errlen)
 {
@@ -167,7 +217,7 @@ int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, c
 	/* Nobody may open it again: no app, no later process of ours. */
 	(void)chmod(dev, 0);
 	(void)unlink(dev);
-	n = loop_read(fd, buf, BOOT_DISK_SIZE_MAX);
+	n = read_boot_disk(fd, buf);
 	if (n < 0) {
 		snprintf(err, errlen, "boot disk: cannot read %s: %s", dev, strerror((int)-n));
 		r = (int)n;
@@ -175,8 +225,9 @@ int boot_read_device(const char *dev, json_t **ret_plan, json_t **ret_secrets, c
 		r = boot_disk_parse(buf, (size_t)n, &plan, &secrets, &secrets_len, err, errlen);
 	if (r >= 0 && secrets)
 		r = secrets_parse(secrets, secrets_len, ret_secrets, err, errlen);
-	/* The values live on only in the parsed object, never in a freed buffer. */
-	explicit_bzero(buf, BOOT_DISK_SIZE_MAX);
+	/* The values live on only in the parsed object, never in a freed buffer (nothing was
+	 * read past the n bytes). */
+	explicit_bzero(buf, n > 0 ? (size_t)n : 0);
 	free(buf);
 	if (r < 0)
 		return r;

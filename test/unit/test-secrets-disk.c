@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "boot-disk.h"
 #include "env-args.h"
 #include "fileio.h"
 #include "macros.h"
@@ -451,6 +454,77 @@ TEST(path_is_private)
 
 	ASSERT_ERROR(secrets_disk_path("../escape", &path, err, sizeof(err)), EINVAL);
 	ASSERT_OK(rm_rf(home));
+}
+
+/*
+ * The boot disk as berth-init reads it (boot_read_device()): plan and secrets back, and no
+ * byte read past them. A restored VM's boot disk has the template's size, megabytes past
+ * its content; here the disk is a FIFO whose writer stays open after the content, so a
+ * read past it would wait for the writer, which leaves only 10 s later.
+ */
+TEST(boot_disk_read_stops_at_its_content)
+{
+	_cleanup_(manifest_freep) Manifest *m = manifest("notes", "[TOKEN]");
+	_cleanup_(env_set_freep) EnvSet *e = env("TOKEN=" SECRET "\n");
+	SecretsDiskApp apps[] = {{"notes", m, NULL}};
+	char dir[] = "/tmp/test-boot-read.XXXXXX", fifo[64], sec_path[64], err[512] = "";
+	_cleanup_(json_decrefp) json_t *plan =
+		json_pack("{s:[{s:s, s:s}]}", "apps", "name", "notes", "share", "app0");
+	json_t *got_plan = NULL, *got_secrets = NULL;
+	char *image = NULL, *disk;
+	size_t size = 0;
+	ssize_t len;
+	int disk_fd, sec_fd, status;
+	pid_t writer;
+
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(sec_path, sizeof(sec_path), "%s/secrets.img", dir);
+	snprintf(fifo, sizeof(fifo), "%s/boot", dir);
+	ASSERT_OK(secrets_disk_build(e, apps, 1, &image, &size, err, sizeof(err)));
+	sec_fd = open(sec_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ASSERT_EQ(write(sec_fd, image, size), (ssize_t)size);
+	secrets_disk_image_free(image, size);
+	/* The disk's content, as berth-vmm writes it. */
+	disk_fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	ASSERT_TRUE(disk_fd >= 0);
+	if (boot_disk_write(disk_fd, plan, sec_fd, err, sizeof(err)) < 0)
+		TEST_FAIL("boot_disk_write: %s", err);
+	len = lseek(disk_fd, 0, SEEK_END);
+	disk = malloc((size_t)len);
+	ASSERT_EQ(pread(disk_fd, disk, (size_t)len, 0), len);
+	ASSERT_EQ(mkfifo(fifo, 0600), 0);
+	writer = fork();
+	ASSERT_TRUE(writer >= 0);
+	if (writer == 0) {
+		int w = open(fifo, O_WRONLY | O_CLOEXEC);
+
+		if (w < 0 || write(w, disk, (size_t)len) != len)
+			_exit(1);
+		sleep(10);
+		_exit(0);
+	}
+	if (boot_read_device(fifo, &got_plan, &got_secrets, err, sizeof(err)) < 0)
+		TEST_FAIL("boot_read_device: %s", err);
+	/* It returned while the writer still held the FIFO open: it read nothing past the
+	 * content. */
+	if (waitpid(writer, &status, WNOHANG) != 0)
+		TEST_FAIL("the writer ended first (status %d): the reader read past the content",
+			  status);
+	(void)kill(writer, SIGKILL);
+	(void)waitpid(writer, &status, 0);
+	ASSERT_TRUE(json_equal(got_plan, plan));
+	ASSERT_STREQ(
+		json_string_value(json_object_get(
+			json_object_get(json_object_get(got_secrets, "apps"), "notes"), "TOKEN")),
+		SECRET);
+	/* Nobody may open it again. */
+	ASSERT_EQ(access(fifo, F_OK), -1);
+	json_decref(got_plan);
+	json_decref(got_secrets);
+	free(disk);
+	close(disk_fd);
+	close(sec_fd);
+	ASSERT_OK(rm_rf(dir));
 }
 
 TEST(remove_is_idempotent)

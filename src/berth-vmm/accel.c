@@ -19,6 +19,7 @@
 #include "line-split.h"
 #include "log.h"
 #include "macros.h"
+#include "qemu-identity.h"
 #include "time-util.h"
 #include "tsc.h"
 #include "vm-diag.h"
@@ -60,43 +61,6 @@ static bool accel_kvm_usable(char *why, size_t size)
 }
 
 /* --- the cache key ------------------------------------------------------------------------ */
-
-static char *resolve_program(const char *name)
-{
-	char *path = NULL;
-
-	if (strchr(name, '/'))
-		return realpath(name, NULL);
-	return find_executable_in_path(name, &path) >= 0 ? path : NULL;
-}
-
-void qemu_identify(const char *qemu, QemuIdentity *ret)
-{
-	/* The probe's cache and the snapshot's key both ask: run it once per process. */
-	static QemuIdentity last;
-	static char last_name[PATH_MAX];
-	_cleanup_free_ char *path = NULL, *out = NULL;
-	int status;
-
-	if (last_name[0] && streq(last_name, qemu)) {
-		*ret = last;
-		return;
-	}
-	*ret = (QemuIdentity){.version = "unknown"};
-	path = resolve_program(qemu);
-	snprintf(ret->path, sizeof(ret->path), "%s", path ?: qemu);
-	ret->found = path != NULL;
-	if (path) {
-		char *argv[] = {path, "-version", NULL};
-
-		if (run_capture(argv, 10 * 1000, 4096, &out, &status) >= 0 && WIFEXITED(status) &&
-		    WEXITSTATUS(status) == 0)
-			snprintf(ret->version, sizeof(ret->version), "%.*s",
-				 (int)strcspn(out, "\n"), out);
-	}
-	snprintf(last_name, sizeof(last_name), "%s", qemu);
-	last = *ret;
-}
 
 static json_t *cache_key(const AccelHost *h, bool kvm_usable)
 {
@@ -571,7 +535,7 @@ int accel_settings(const char *accel_flag, const char *qemu_flag, AccelMode *ret
 	/* An absolute path from here on: execvp() would also try the current directory (an
 	 * app's folder, for berth dev) when $PATH has a relative entry. */
 	qemu = config_get(&cfg, CONFIG_QEMU, qemu_flag, NULL);
-	*ret_qemu = resolve_program(qemu);
+	*ret_qemu = qemu_resolve_program(qemu);
 	if (!*ret_qemu)
 		snprintf(err, errlen,
 			 "cannot find the QEMU program \"%s\"%s: install QEMU (qemu-system-x86) or "

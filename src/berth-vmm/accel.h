@@ -80,15 +80,6 @@ AccelMode accel_mode_from_string(const char *s);
  */
 int accel_verdict(AccelHost *h, bool reprobe, AccelVerdict *ret);
 
-/* A QEMU program as the probe's cache and the snapshot's key name it: its resolved path
- * (@qemu itself when it is not found) and the first line of `-version` ("unknown"). */
-typedef struct QemuIdentity {
-	char path[PATH_MAX];
-	char version[256];
-	bool found;
-} QemuIdentity;
-void qemu_identify(const char *qemu, QemuIdentity *ret);
-
 /*
  * accel_choose() - the accelerator for a VM. @mode and @source come from the usual
  * precedence (flag > BERTH_ACCEL > vm.accel > auto). "tcg" needs no probe. "kvm" and

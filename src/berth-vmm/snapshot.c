@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macros.h"
 #include "paths.h"
+#include "qemu-identity.h"
 #include "time-util.h"
 #include "snapshot.h"
 

@@ -21,6 +21,7 @@
 #include "accel.h"
 #include "digest.h"
 #include "fileio.h"
+#include "qemu-identity.h"
 #include "snapshot.h"
 #include "tests.h"
 #include "time-util.h"

@@ -503,9 +503,9 @@ static int ram_loaded(Vmm *v, char *err, size_t errlen)
 }
 
 /*
- * A restore: the snapshot's memory is copied into the VM's while QEMU starts; then QEMU
- * reads the devices' state as we write it into its pipe, hashing it, and waits, paused
- * (-S). Let it run once it has all of it and all of it matched.
+ * A restore: the snapshot's memory is copied into the VM's while QEMU starts and is told
+ * to expect the devices' state; then QEMU reads that as we write it into its pipe, hashing
+ * it, and waits, paused (-S). Let it run once it has all of it and all of it matched.
  */
 static int resume_qemu(Vmm *v, char *err, size_t errlen)
 {
@@ -518,11 +518,8 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 
 	if (!caps || !incoming)
 		return -ENOMEM;
-	/* QEMU reads the guest's memory as it loads the devices (virtio's rings): the memory
-	 * comes first. */
-	r = ram_loaded(v, err, errlen);
-	if (r < 0)
-		return r;
+	/* QEMU is told to expect the stream while the memory is still being copied: it waits
+	 * for the stream's first byte, which comes only once the memory is in place. */
 	r = qmp_connect(v->qmp_path, RESTORE_TIMEOUT_MS, &q);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot reach QEMU's QMP socket (%s)", strerror(-r));
@@ -542,6 +539,11 @@ static int resume_qemu(Vmm *v, char *err, size_t errlen)
 	if (r >= 0)
 		r = qmp_execute(q, "migrate-incoming", incoming, RESTORE_TIMEOUT_MS, NULL, err,
 				errlen);
+	if (r < 0)
+		return r;
+	/* QEMU reads the guest's memory as it loads the devices (virtio's rings): the memory,
+	 * all of it and as recorded, comes before the stream. */
+	r = ram_loaded(v, err, errlen);
 	if (r < 0)
 		return r;
 	r = snapshot_stream(&v->snapshot, file, pipe_w, deadline, err, errlen);

@@ -292,6 +292,7 @@ static int template_phase(void)
 	/* The warm Node starts from that snapshot, once the zygote's imports are done. */
 	if (node && node_warm_start(node_snapshot_blob(), why, sizeof(why)) < 0)
 		journal_logf("no warm Node runtime: %s; Node apps start the exec'd way", why);
+	resume_template_shed_memory();
 	journal_event("template_ready", NULL);
 	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);
 	while (!resume_done()) {

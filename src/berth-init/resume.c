@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,50 @@ bool resume_is_template(void)
 					cached = 1;
 	}
 	return cached;
+}
+
+/* A "Name:   N kB" line of /proc/meminfo, in bytes; 0 when it cannot be read. */
+static uint64_t meminfo_bytes(const char *name)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *p;
+
+	if (read_full_file("/proc/meminfo", 16384, &text, NULL) < 0 || !(p = strstr(text, name)))
+		return 0;
+	return strtoull(p + strlen(name), NULL, 10) * 1024;
+}
+
+void resume_template_shed_memory(void)
+{
+	/* What the kernel needs to allocate meanwhile without reclaiming anything. */
+	const uint64_t keep = 32ULL << 20;
+	_cleanup_close_ int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	uint64_t before = meminfo_bytes("\nMemFree:"), free_bytes;
+	void *p;
+
+	/* The page cache only: the dentries and inodes are the paths a restored VM walks. */
+	if (fd < 0 || write(fd, "1", 1) != 1) {
+		journal_logf("cannot drop the template's page cache: %m");
+		return;
+	}
+	/* Freed pages keep what they held; pages the kernel hands out are zeroed. Taking all
+	 * but a reserve of them, touching them and giving them back leaves them zero. In huge
+	 * pages where the kernel has them: one fault for 2 MiB, not for 4 KiB, under TCG. */
+	free_bytes = meminfo_bytes("\nMemFree:");
+	if (free_bytes > keep) {
+		p = mmap(NULL, free_bytes - keep, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED) {
+			(void)madvise(p, free_bytes - keep, MADV_HUGEPAGE);
+			(void)madvise(p, free_bytes - keep, MADV_POPULATE_WRITE);
+			(void)munmap(p, free_bytes - keep);
+		}
+	}
+	journal_event("template_memory_shed",
+		      json_pack("{s:I, s:I}", "droppedMiB",
+				(json_int_t)((free_bytes - MIN(before, free_bytes)) >> 20),
+				"zeroedMiB",
+				(json_int_t)((free_bytes > keep ? free_bytes - keep : 0) >> 20)));
 }
 
 bool resume_done(void)

@@ -29,6 +29,13 @@
 /* Was this boot started as a template? */
 bool resume_is_template(void);
 
+/*
+ * resume_template_shed_memory() - just before the template is saved: drop the page cache
+ * of what it read and does not map, and zero the memory that frees. Every restore copies
+ * and hashes the pages that are not zero; what the warm runtimes map stays.
+ */
+void resume_template_shed_memory(void);
+
 /* Did a resume request make this VM its own (so only the disks it named are real)? */
 bool resume_done(void);
 

@@ -60,32 +60,20 @@ static int spawn(const char *snapshot_blob, char *why, size_t whylen)
 	char *const with_blob[] = {(char *)"node", (char *)"--snapshot-blob", (char *)snapshot_blob,
 				   (char *)NODE_WARM_PROGRAM, NULL};
 	char *const without[] = {(char *)"node", (char *)NODE_WARM_PROGRAM, NULL};
-	int sv[2], r;
 
 	if (access(NODE_WARM_PROGRAM, R_OK) < 0 || access(NODE_WARM_ADDON, R_OK) < 0) {
 		snprintf(why, whylen, "%s or %s: %m", NODE_WARM_PROGRAM, NODE_WARM_ADDON);
 		return -errno;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		snprintf(why, whylen, "socketpair: %m");
-		return -errno;
-	}
-	warm_pid = fork();
-	if (warm_pid < 0) {
-		r = -errno;
-		snprintf(why, whylen, "fork: %m");
-		safe_close(sv[0]);
-		safe_close(sv[1]);
-		return r;
-	}
 	/* All of its stdio on /dev/null: a stream Node makes of a terminal holds a descriptor
 	 * of its own, which the app's stderr put in place later would not replace. What goes
 	 * wrong before it is ready, it says on the channel. */
-	if (warm_pid == 0)
-		exec_template_program("/usr/bin/node", snapshot_blob ? with_blob : without, sv[1],
-				      NODE_WARM_FD, true);
-	safe_close(sv[1]);
-	warm_fd = sv[0];
+	pid_t pid = template_spawn("/usr/bin/node", snapshot_blob ? with_blob : without,
+				   SOCK_STREAM, NODE_WARM_FD, true, &warm_fd, why, whylen);
+
+	if (pid < 0)
+		return pid;
+	warm_pid = pid;
 	warm_since = now_ms();
 	return 0;
 }
@@ -93,27 +81,13 @@ static int spawn(const char *snapshot_blob, char *why, size_t whylen)
 /* Its answer, once warm_fd is readable: 0 for "ready", else why not (and it is stopped). */
 static int take_answer(char *why, size_t whylen)
 {
-	char buf[256];
-	ssize_t n = read(warm_fd, buf, sizeof(buf) - 1);
+	int r = template_read_ready(warm_fd, why, whylen);
 
-	if (n < 0)
-		n = -errno;
-	if (n == 5 && memcmp(buf, "ready", 5) == 0) {
+	if (r < 0)
+		node_warm_stop();
+	else
 		warm_ready = true;
-		return 0;
-	}
-	if (n > 0) {
-		buf[n] = '\0';
-		for (char *c = buf; *c; c++)
-			if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-				*c = '?';
-	}
-	snprintf(why, whylen, "it did not say it was ready (%s)",
-		 n < 0	  ? strerror((int)-n)
-		 : n == 0 ? "it ended"
-			  : buf);
-	node_warm_stop();
-	return n < 0 ? (int)n : -EPROTO;
+	return r;
 }
 
 int node_warm_start(const char *snapshot_blob, char *why, size_t whylen)
@@ -122,13 +96,13 @@ int node_warm_start(const char *snapshot_blob, char *why, size_t whylen)
 
 	if (r < 0)
 		return r;
-	r = wait_fd_readable(warm_fd, NODE_WARM_READY_TIMEOUT_MSEC);
+	r = template_wait_ready(warm_fd, NODE_WARM_READY_TIMEOUT_MSEC, why, whylen);
 	if (r < 0) {
-		snprintf(why, whylen, "it did not say it was ready (%s)", strerror(-r));
 		node_warm_stop();
 		return r;
 	}
-	return take_answer(why, whylen);
+	warm_ready = true;
+	return 0;
 }
 
 static int on_answer(EvSource *s, int fd, uint32_t revents, void *userdata)
@@ -161,25 +135,6 @@ void node_warm_start_background(EvLoop *loop, const char *snapshot_blob)
 	}
 }
 
-/* One byte and the app's three descriptors. */
-static int send_fds(int out_fd, int err_fd, int report_fd)
-{
-	int fds[3] = {out_fd, err_fd, report_fd};
-	char control[CMSG_SPACE(sizeof(fds))] = {};
-	struct iovec iov = {.iov_base = (char *)"s", .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = control,
-			     .msg_controllen = sizeof(control)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	return sendmsg(warm_fd, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
-}
-
 pid_t node_warm_take(int out_fd, int err_fd, int report_fd, const char *dir, const char *cgroup,
 		     bool strict_cgroup, char *const *env, size_t n)
 {
@@ -188,7 +143,7 @@ pid_t node_warm_take(int out_fd, int err_fd, int report_fd, const char *dir, con
 
 	if (!node_warm_available())
 		return -ENOENT;
-	r = send_fds(out_fd, err_fd, report_fd);
+	r = send_with_fds(warm_fd, 's', (const int[]){out_fd, err_fd, report_fd}, 3);
 	if (r < 0) {
 		journal_logf("the warm Node runtime did not take its app (%s); Node apps start "
 			     "the exec'd way",
@@ -198,13 +153,7 @@ pid_t node_warm_take(int out_fd, int err_fd, int report_fd, const char *dir, con
 	}
 	/* From here on the process is the app's: whatever fails, it exits having run nothing
 	 * of the app, and is reaped as the app. */
-	r = loop_write(warm_fd, dir, strlen(dir) + 1);
-	if (r >= 0)
-		r = loop_write(warm_fd, cgroup, strlen(cgroup) + 1);
-	if (r >= 0)
-		r = loop_write(warm_fd, strict_cgroup ? "1" : "0", 2);
-	for (size_t i = 0; r >= 0 && i < n; i++)
-		r = loop_write(warm_fd, env[i], strlen(env[i]) + 1);
+	r = template_write_start(warm_fd, dir, cgroup, strict_cgroup, env, n);
 	/* A start cut short could still parse: the process must not run on it. */
 	if (r < 0)
 		(void)kill(pid, SIGKILL);

@@ -44,72 +44,32 @@ bool zygote_child_exited(pid_t pid, int status)
 	return true;
 }
 
-static _noreturn_ void exec_zygote(int fd)
-{
-	char *const argv[] = {(char *)"python3", (char *)ZYGOTE_PROGRAM, NULL};
-
-	exec_template_program("/usr/bin/python3", argv, fd, ZYGOTE_FD, false);
-}
-
 int zygote_start(char *why, size_t whylen)
 {
-	int sv[2];
-	char buf[16];
-	ssize_t n;
+	char *const argv[] = {(char *)"python3", (char *)ZYGOTE_PROGRAM, NULL};
 	int r;
 
 	if (access(ZYGOTE_PROGRAM, R_OK) < 0) {
 		snprintf(why, whylen, "%s: %m", ZYGOTE_PROGRAM);
 		return -errno;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		snprintf(why, whylen, "socketpair: %m");
-		return -errno;
-	}
-	zygote_pid = fork();
-	if (zygote_pid < 0) {
-		r = -errno;
-		snprintf(why, whylen, "fork: %m");
-		safe_close(sv[0]);
-		safe_close(sv[1]);
+	r = template_spawn("/usr/bin/python3", argv, SOCK_SEQPACKET, ZYGOTE_FD, false, &zygote_fd,
+			   why, whylen);
+	if (r < 0)
 		return r;
-	}
-	if (zygote_pid == 0)
-		exec_zygote(sv[1]);
-	safe_close(sv[1]);
-	zygote_fd = sv[0];
-	r = wait_fd_readable(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC);
-	n = r < 0 ? r : read(zygote_fd, buf, sizeof(buf) - 1);
-	if (n < 0 && r >= 0)
-		n = -errno;
-	if (n != 5 || memcmp(buf, "ready", 5) != 0) {
-		snprintf(why, whylen, "it did not say it was ready (%s)",
-			 n < 0	  ? strerror((int)-n)
-			 : n == 0 ? "it ended"
-				  : "it said something else");
+	zygote_pid = r;
+	r = template_wait_ready(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC, why, whylen);
+	if (r < 0)
 		zygote_stop();
-		return n < 0 ? (int)n : -EPROTO;
-	}
-	return 0;
+	return r;
 }
 
 /* Send the request: one byte and the new process's four descriptors. */
 static int send_fork(int start_peer, int out_fd, int err_fd, int report_fd)
 {
 	int fds[4] = {start_peer, out_fd, err_fd, report_fd};
-	char control[CMSG_SPACE(sizeof(fds))] = {};
-	struct iovec iov = {.iov_base = (char *)"f", .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = control,
-			     .msg_controllen = sizeof(control)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	return sendmsg(zygote_fd, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+	return send_with_fds(zygote_fd, 'f', fds, ELEMENTSOF(fds));
 }
 
 pid_t zygote_fork(int out_fd, int err_fd, int report_fd, int *ret_start)
@@ -151,16 +111,8 @@ pid_t zygote_fork(int out_fd, int err_fd, int report_fd, int *ret_start)
 int zygote_start_app(int start_fd, const char *dir, const char *cgroup, bool strict_cgroup,
 		     char *const *env, size_t n)
 {
-	/* NUL-terminated fields: the directory, the cgroup, "1" or "0", then the variables;
-	 * the end of the stream ends them. */
-	int r = loop_write(start_fd, dir, strlen(dir) + 1);
+	int r = template_write_start(start_fd, dir, cgroup, strict_cgroup, env, n);
 
-	if (r >= 0)
-		r = loop_write(start_fd, cgroup, strlen(cgroup) + 1);
-	if (r >= 0)
-		r = loop_write(start_fd, strict_cgroup ? "1" : "0", 2);
-	for (size_t i = 0; r >= 0 && i < n; i++)
-		r = loop_write(start_fd, env[i], strlen(env[i]) + 1);
 	safe_close(start_fd);
-	return r < 0 ? r : 0;
+	return r;
 }

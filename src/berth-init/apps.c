@@ -800,7 +800,9 @@ static void warm_node_for_reloads(void)
 
 	for (unsigned i = 0; i < n_apps; i++)
 		node |= !apps[i].python && apps[i].state != APP_REFUSED;
-	if (!node || !json_is_true(json_object_get(apps_plan, "reloads")) || !apps_started())
+	/* A container runs Node at the host's speed: nothing to gain there. */
+	if (!node || !json_is_true(json_object_get(apps_plan, "reloads")) || !apps_started() ||
+	    container_mode())
 		return;
 	warm_node_timer = ev_source_free(warm_node_timer);
 	if (ev_add_time_relative(apps_loop, &warm_node_timer, WARM_NODE_DELAY_USEC,

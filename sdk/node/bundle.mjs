@@ -3,6 +3,7 @@
 // Build an app's share for the VM (SPEC §12.3).
 //
 //   node sdk/node/bundle.mjs <appDir> <outDir>
+//   node sdk/node/bundle.mjs --runtime <outDir>    the SDK runtime alone (the root image's)
 //
 // Node app (berth.yml `runtime: node`, the default):
 //   outDir/dist/index.mjs            the app with @berthos/sdk, zod and its other deps
@@ -517,14 +518,35 @@ export async function bundleApp(appDirArg, outDirArg) {
 	}
 }
 
+/**
+ * The SDK runtime alone (runtime.mjs and its chunks), the very files of every Node app's
+ * share, into `outDirArg`, which must not exist: the root image holds them for its warm
+ * Node (src/berth-init/node-warm.mjs).
+ */
+export async function writeRuntime(outDirArg) {
+	const outDir = resolve(outDirArg);
+	if (existsSync(outDir)) throw new BundleError(`${outDir} exists; refusing to replace it`);
+	const files = await runtimeBundle(await loadEsbuild());
+	mkdirSync(outDir, { recursive: true, mode: 0o755 });
+	const epoch = Number(process.env.SOURCE_DATE_EPOCH);
+	return writeShare(outDir, files, Number.isFinite(epoch) && epoch >= 0 ? epoch : 0);
+}
+
+const USAGE = "usage: node bundle.mjs <appDir> <outDir> | node bundle.mjs --runtime <outDir>";
+
 async function cli(argv) {
 	const t0 = Date.now();
 	if (argv.length !== 2) {
-		process.stderr.write("usage: node bundle.mjs <appDir> <outDir>\n");
-		process.stdout.write(JSON.stringify({ ok: false, error: "usage: node bundle.mjs <appDir> <outDir>" }) + "\n");
+		process.stderr.write(`${USAGE}\n`);
+		process.stdout.write(JSON.stringify({ ok: false, error: USAGE }) + "\n");
 		return 2;
 	}
 	try {
+		if (argv[0] === "--runtime") {
+			const r = await writeRuntime(argv[1]);
+			process.stdout.write(JSON.stringify({ ok: true, runtime: "node", files: r.files, digest: r.digest, ms: Date.now() - t0 }) + "\n");
+			return 0;
+		}
 		const r = await bundleApp(argv[0], argv[1]);
 		process.stdout.write(JSON.stringify({ ok: true, runtime: r.runtime, files: r.files, digest: r.digest, ms: Date.now() - t0 }) + "\n");
 		return 0;

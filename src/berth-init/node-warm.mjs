@@ -5,17 +5,22 @@
 // its end of a socketpair as fd 3. Being an ES module, its own load sets up Node's ES
 // module loader; it then loads the modules of Node's own that an app's start loads, each
 // compiled from source by the image's Node, runs the unix socket code an app's runtime
-// runs, and loads the addon, whose takeApp() says "ready"
-// and returns only once berth-init has handed this process an app and agent-init's code
-// has confined every thread of it as that app (src/agent-init/node-addon.c). Nothing of an
-// app is read before that. Then it runs the app's runtime as `node <dir>/runtime.mjs` would.
-import { writeSync } from "node:fs";
+// runs, imports the root image's copy of the SDK runtime without running it, and loads the
+// addon, whose takeApp() says "ready" and returns only once berth-init has handed this
+// process an app and agent-init's code has confined every thread of it as that app
+// (src/agent-init/node-addon.c). Nothing of an app is read before that. Then it runs the app's runtime as `node <dir>/runtime.mjs` would:
+// the preloaded one when the share's runtime.mjs is the same bytes.
+import { readFileSync, writeSync } from "node:fs";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
 
 const CHANNEL_FD = 3;
 const ADDON = "/usr/libexec/berth/berth-node-confine.node";
+// The SDK runtime the bundler puts in every Node app's share (runtime.mjs and its chunks),
+// byte for byte, made when the root image was.
+const IMAGE_RUNTIME = "/usr/lib/berth/node-runtime/runtime.mjs";
+const PRELOAD_MARK = Symbol.for("berth.runtime.preload");
 // What the SDK runtime, the SDK in an app's bundle and undici (egress) load. Not a module
 // that touches process.stdout or process.stderr as it loads (assert does): those streams
 // are the app's, made once the app's stdio is in place.
@@ -39,12 +44,34 @@ async function exerciseUnixSockets(net) {
 	await new Promise((resolve) => server.close(resolve));
 }
 
-let takeApp;
+/**
+ * The root image's SDK runtime, imported with PRELOAD_MARK set, so that its main() does not
+ * run, and its bytes, to compare with an app's share; null when the image has none.
+ */
+async function preloadRuntime() {
+	let bytes;
+	try {
+		bytes = readFileSync(IMAGE_RUNTIME);
+	} catch (err) {
+		if (err.code === "ENOENT") return null;
+		throw err;
+	}
+	globalThis[PRELOAD_MARK] = true;
+	try {
+		const { main } = await import(pathToFileURL(IMAGE_RUNTIME).href);
+		return { bytes, main };
+	} finally {
+		delete globalThis[PRELOAD_MARK];
+	}
+}
+
+let takeApp, preloaded;
 try {
 	// Imported as an app's ES modules import them: each becomes an ES module of its own
 	// once per process, besides the module itself.
 	for (const m of PRELOAD) await import(`node:${m}`);
 	await exerciseUnixSockets(await import("node:net"));
+	preloaded = await preloadRuntime();
 	({ takeApp } = createRequire(import.meta.url)(ADDON));
 } catch (err) {
 	// Its stdio is /dev/null: berth-init reads this instead of "ready" and logs it.
@@ -62,4 +89,13 @@ v8.setFlagsFromString("--random-seed=0");
 process.chdir(app.dir); // Node caches the directory it was started in
 const runtime = `${app.dir}/runtime.mjs`;
 process.argv = [process.argv[0], runtime];
-await import(pathToFileURL(runtime).href);
+// An app bundled by the SDK the root image was made with has these very bytes in its
+// share: the runtime preloaded above is its runtime, already compiled, and runs it.
+let same = false;
+try {
+	same = preloaded !== null && readFileSync(runtime).equals(preloaded.bytes);
+} catch {}
+if (same) {
+	process.stderr.write("[berth:runtime] runtime.mjs is the root image's, loaded before the app\n");
+	await preloaded.main();
+} else await import(pathToFileURL(runtime).href);

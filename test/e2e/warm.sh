@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 72
+plan 76
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -131,9 +131,11 @@ check "each VM has its own state" test "$(field alpha recall '' text)/$(field be
 check "berth vm status names the snapshot" grep -q "boot: restored from snapshot ${sha:0:12}" "$BERTH_HOME/status.txt"
 check "a restored VM's app is confined: Landlock refuses a write to /tmp" \
 	test "$(field alpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
-# started_as NAME: how berth-init started the app, from the guest's app_started event.
-started_as() {
-	control "berth-dev-$1" | python3 -c '
+# started_as NAME: how berth-init started the app of NAME's berth dev VM, from the guest's
+# app_started event; start_of VM: the same for a VM by its name.
+started_as() { start_of "berth-dev-$1"; }
+start_of() {
+	control "$1" | python3 -c '
 import json, sys
 ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 print(" ".join(e.get("start", "?") for e in ev if e.get("event") == "app_started"))'
@@ -307,8 +309,40 @@ print(" ".join(e["report"]["event"] for e in ev if e.get("event") == "agent_init
 check "agent-init reported the confinement of an exec'd app, in its order" \
 	test "$(reports nalpha)" = "capabilities_dropped app_uid_applied capability_policy_applied namespace_seccomp_filter network_seccomp_filter"
 check "with no warning of Node's snapshot in its log" sh -c "! grep -q 'not yet supported in user snapshots' '$BERTH_HOME/nalpha.log'"
+check "an app bundled by this SDK runs on the runtime the template preloaded from the image" \
+	grep -q "runtime.mjs is the root image's, loaded before the app" "$BERTH_HOME/nalpha.log"
 undev nalpha
 undev nbeta
+# A Node app whose share holds another runtime.mjs (the echo fixture's own, no SDK): the
+# warm Node runs that one.
+cp -r "$src/test/e2e/fixtures/echo" "$BERTH_HOME/apps/wecho"
+check "a Node app with a runtime.mjs of its own restores" \
+	sh -c "'$vmm' run --name wecho --app '$BERTH_HOME/apps/wecho' 2>'$BERTH_HOME/wecho.err'"
+wait_state wecho running >/dev/null
+check "it took the warm Node too" test "$(start_of wecho)" = "warm runtime"
+python3 - "$BERTH_HOME/run/vm/wecho/rpc-0.sock" >"$BERTH_HOME/wecho.json" 2>&1 <<'PY'
+import socket, sys, time
+for _ in range(300):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        break
+    except OSError:
+        time.sleep(0.2)
+s.sendall(b'{"id":"w1","export":"ping","input":{"n":1}}\n')
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+print(buf.decode().strip())
+PY
+"$berth" vm logs wecho >"$BERTH_HOME/wecho.logs" 2>&1
+check "and ran the share's runtime.mjs, not the preloaded one" \
+	sh -c "grep -q '\"echo\":{\"n\":1}' '$BERTH_HOME/wecho.json' && ! grep -q \"runtime.mjs is the root image's\" '$BERTH_HOME/wecho.logs'"
+"$berth" vm stop wecho >/dev/null 2>&1
+
 check "neither the Node app's secret nor its files are in the snapshot" sh -c "! grep -aqF -e '$token' -e '$marker' '$snapdir/vm.snap' '$snapdir/ram'"
 check "a Node app boots in a --cold VM" node_dev nalpha --cold
 check "which has no warm Node: plain exec" test "$(started_as nalpha)" = exec

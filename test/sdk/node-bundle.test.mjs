@@ -45,6 +45,24 @@ function pythonApp(name, files) {
 
 const PY_YML = "name: py-app\nversion: 0.1.0\nruntime: python\nexports:\n  - name: greet\n";
 
+test("--runtime: the SDK runtime alone, the same bytes as in every Node app's share", () => {
+	const share = join(work, "notes-runtime-share");
+	const out = join(work, "runtime-only");
+	assert.equal(runBundler(join(ROOT, "apps", "notes"), share).status, 0);
+	const r = runBundler("--runtime", out);
+	assert.equal(r.status, 0, r.stdout + r.stderr);
+	assert.equal(r.verdict.ok, true);
+	const files = r.verdict.files;
+	assert.ok(files.includes("runtime.mjs"), files);
+	assert.ok(files.every((f) => f === "runtime.mjs" || /^runtime-chunk-[A-Z0-9]+\.mjs$/.test(f)), files);
+	const shareTree = tree(share);
+	for (const [name, entry] of Object.entries(tree(out))) assert.deepEqual(entry, shareTree[name], name);
+	// It refuses to replace what is there.
+	const again = runBundler("--runtime", out);
+	assert.equal(again.status, 1);
+	assert.match(again.verdict.error, /exists; refusing to replace it/);
+});
+
 test("node app: one JSON line, the share's files, exit 0", () => {
 	const out = join(work, "notes-a");
 	const r = runBundler(join(ROOT, "apps", "notes"), out);

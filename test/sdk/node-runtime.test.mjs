@@ -30,6 +30,44 @@ const ZOD_TEXT_ERROR = JSON.stringify(
 	2,
 );
 
+test("imported with the preload mark, runtime.mjs runs nothing; its main() then starts the app", async () => {
+	// What a warm Node does (src/berth-init/node-warm.mjs), in a Node of its own.
+	const sock = join(work, "preload.sock");
+	const script = [
+		`globalThis[Symbol.for("berth.runtime.preload")] = true;`,
+		`const { main } = await import(${JSON.stringify("file://" + join(share, "runtime.mjs"))});`,
+		`delete globalThis[Symbol.for("berth.runtime.preload")];`,
+		`process.stderr.write("[preload] imported, " + typeof main + "\\n");`,
+		`await new Promise((r) => setTimeout(r, 200));`,
+		`process.stderr.write("[preload] calling main\\n");`,
+		`await main();`,
+		`process.stderr.write("[preload] main returned\\n");`,
+		`process.exit(0);`,
+	].join("\n");
+	const child = spawnSync(RUNTIME_NODE, ["--input-type=module", "-e", script], {
+		cwd: share,
+		env: {
+			PATH: process.env.PATH,
+			BERTH_MANIFEST_PATH: join(share, "berth.yml"),
+			BERTH_APP_ENTRY: join(share, "dist", "index.mjs"),
+			BERTH_CONTEXT_BUS_SOCKET: join(share, "no-such-bus.sock"),
+			BERTH_RPC_SOCKET: sock,
+		},
+		encoding: "utf8",
+		timeout: 60000,
+	});
+	const lines = child.stderr.split("\n");
+	const imported = lines.indexOf("[preload] imported, function");
+	const calling = lines.indexOf("[preload] calling main");
+	const loading = lines.findIndex((l) => l.startsWith("[berth:runtime] loading manifest"));
+	assert.ok(imported >= 0 && calling > imported, child.stderr);
+	assert.ok(loading > calling, `nothing of the runtime ran before main():\n${child.stderr}`);
+	// main() ran the app until its ready line, and resolved then.
+	const ready = lines.indexOf('[berth:runtime] "fixture" ready');
+	assert.ok(ready > loading && lines.indexOf("[preload] main returned") > ready, child.stderr);
+	assert.equal(child.status, 0, child.stderr);
+});
+
 test("boot prints the steps and the exact ready line; the socket is 0600", async () => {
 	const { rt, sock } = await boot();
 	const lines = rt.stderr.split("\n");

@@ -37,6 +37,7 @@ cp -a "$stage" "$tree"
 # What this source tree adds to the Debian stage (the tree record's "# source:" paths).
 source_paths=(/sbin/berth-init /usr/sbin/agent-init /usr/sbin/egress-broker
 	/usr/sbin/github-api-broker /usr/sbin/context-bus /usr/sbin/semantic-fs /usr/libexec/berth /usr/share/berth
+	/usr/lib/berth/node-runtime
 	/usr/lib/python3/dist-packages/berth_sdk /workspace /context /state /app)
 install -m 0755 -s "$build/src/berth-init/berth-init" "$tree/sbin/berth-init"
 install -m 0755 -s "$build/src/agent-init/agent-init" "$tree/usr/sbin/agent-init"
@@ -64,6 +65,12 @@ install -d -m 0755 "$tree/usr/libexec/berth/warm"
 # boot, and the addon through which agent-init's code confines it as its app.
 install -m 0644 "$here/../../src/berth-init/node-warm.mjs" "$tree/usr/libexec/berth/node-warm.mjs"
 install -m 0644 -s "$build/src/agent-init/berth-node-confine.node" "$tree/usr/libexec/berth/berth-node-confine.node"
+# The SDK runtime every Node app's share holds, the same bytes, which the warm Node imports
+# in the template and runs for an app whose share has them (node-warm.mjs).
+rm -rf "$tree/usr/lib/berth/node-runtime"
+mkdir -p "$tree/usr/lib/berth"
+node "$here/../../sdk/node/bundle.mjs" --runtime "$tree/usr/lib/berth/node-runtime" >/dev/null ||
+	die "cannot bundle the SDK runtime for the root image (npm ci first)"
 view_assets="$tree/usr/share/berth/terminal-view"
 xterm="$here/../../node_modules/@xterm"
 [ -f "$xterm/xterm/lib/xterm.js" ] && [ -f "$xterm/addon-fit/lib/addon-fit.js" ] ||

@@ -153,15 +153,16 @@ async function startHttpBridge(env, appName, dispatch) {
 }
 
 /**
- * The manifest at `path`. The bundler leaves berth.yml parsed beside this module
- * (manifest-copy.mjs); when that copy was made from these very bytes, the YAML parser,
- * most of the runtime's code, is neither loaded nor run.
+ * The manifest at `path`. The bundler leaves berth.yml parsed beside it (manifest-copy.mjs);
+ * when that copy was made from these very bytes, the YAML parser, most of the runtime's
+ * code, is neither loaded nor run. Beside berth.yml, not beside this module, which a warm
+ * Node loads from the root image (node-warm.mjs).
  */
 async function loadAppManifest(path) {
 	const bytes = readManifestBytes(path);
 	let copy = null;
 	try {
-		copy = readFileSync(new URL(`./${PARSED_COPY_NAME}`, import.meta.url), "utf8");
+		copy = readFileSync(join(dirname(path), PARSED_COPY_NAME), "utf8");
 	} catch {}
 	const value = valueFromCopy(bytes, copy);
 	if (value !== undefined) {

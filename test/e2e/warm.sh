@@ -320,24 +320,12 @@ check "a Node app with a runtime.mjs of its own restores" \
 	sh -c "'$vmm' run --name wecho --app '$BERTH_HOME/apps/wecho' 2>'$BERTH_HOME/wecho.err'"
 wait_state wecho running >/dev/null
 check "it took the warm Node too" test "$(start_of wecho)" = "warm runtime"
-python3 - "$BERTH_HOME/run/vm/wecho/rpc-0.sock" >"$BERTH_HOME/wecho.json" 2>&1 <<'PY'
-import socket, sys, time
-for _ in range(300):
-    try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(sys.argv[1])
-        break
-    except OSError:
-        time.sleep(0.2)
-s.sendall(b'{"id":"w1","export":"ping","input":{"n":1}}\n')
-buf = b""
-while not buf.endswith(b"\n"):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-print(buf.decode().strip())
-PY
+for ((i = 0; i < 600; i++)); do
+	control wecho | grep -q '"event":"app_ready"' && break
+	sleep 0.2
+done
+python3 "$src/test/e2e/control-client.py" "$BERTH_HOME/run/vm/wecho/rpc-0.sock" \
+	'{"id":"w1","export":"ping","input":{"n":1}}' >"$BERTH_HOME/wecho.json" 2>&1
 "$berth" vm logs wecho >"$BERTH_HOME/wecho.logs" 2>&1
 check "and ran the share's runtime.mjs, not the preloaded one" \
 	sh -c "grep -q '\"echo\":{\"n\":1}' '$BERTH_HOME/wecho.json' && ! grep -q \"runtime.mjs is the root image's\" '$BERTH_HOME/wecho.logs'"

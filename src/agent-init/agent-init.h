@@ -22,5 +22,6 @@ typedef enum AgentInitMode {
 int agent_init_run(int argc, char *argv[], AgentInitMode mode);
 
 /* libberth-confine.so's exports (in-place.c). */
+int berth_confine_preload(void);
 int berth_confine_in_place(void);
 int berth_confine_in_place_event_loop(void);

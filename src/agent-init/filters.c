@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <seccomp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "filters.h"
@@ -493,7 +494,7 @@ void filters_done(Filters *f)
 	seccomp_program_done(&f->datagram);
 }
 
-int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
+static int filters_compile(bool restrict_protocols, bool deny_datagrams, Filters *ret)
 {
 	_cleanup_(seccomp_filter_freep) scmp_filter_ctx base =
 		seccomp_filter_new(SCMP_ACT_ERRNO(ENOSYS));
@@ -525,6 +526,58 @@ int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
 	if (r < 0) {
 		filters_done(&f);
 		return r;
+	}
+	*ret = f;
+	return 0;
+}
+
+/* The programs filters_prebuild() made, by [restrict_protocols][deny_datagrams]. */
+static Filters prebuilt[2][2];
+static bool prebuilt_ready[2][2];
+
+int filters_prebuild(void)
+{
+	/* An app with no network declared is restricted to TCP and UDP as well. */
+	static const bool variants[][2] = {{false, false}, {true, false}, {true, true}};
+
+	for (size_t i = 0; i < ELEMENTSOF(variants); i++) {
+		bool p = variants[i][0], d = variants[i][1];
+		int r;
+
+		if (prebuilt_ready[p][d])
+			continue;
+		r = filters_compile(p, d, &prebuilt[p][d]);
+		if (r < 0)
+			return r;
+		prebuilt_ready[p][d] = true;
+	}
+	return 0;
+}
+
+static int program_copy(const SeccompProgram *src, SeccompProgram *ret)
+{
+	*ret = (SeccompProgram){};
+	if (!src->insns)
+		return 0;
+	ret->insns = malloc(src->len * sizeof(*src->insns));
+	if (!ret->insns)
+		return -ENOMEM;
+	memcpy(ret->insns, src->insns, src->len * sizeof(*src->insns));
+	ret->len = src->len;
+	return 0;
+}
+
+int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
+{
+	const Filters *made = &prebuilt[restrict_protocols][deny_datagrams];
+	Filters f = {};
+
+	if (!prebuilt_ready[restrict_protocols][deny_datagrams])
+		return filters_compile(restrict_protocols, deny_datagrams, ret);
+	if (program_copy(&made->base, &f.base) < 0 ||
+	    program_copy(&made->datagram, &f.datagram) < 0) {
+		filters_done(&f);
+		return -ENOMEM;
 	}
 	*ret = f;
 	return 0;

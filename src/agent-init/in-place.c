@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent-init.h"
+#include "filters.h"
 
 static int confine(AgentInitMode mode)
 {
@@ -22,6 +23,16 @@ static int confine(AgentInitMode mode)
 	if (agent_init_run(1, argv, mode) != EXIT_SUCCESS)
 		_exit(EXIT_FAILURE);
 	return 0;
+}
+
+/*
+ * berth_confine_preload() - do now what confining any app will need, in a runtime that
+ * waits for its app: compile the seccomp filters (filters.h). Returns 0 or -errno; on an
+ * error the confinement compiles them itself, as agent-init does.
+ */
+__attribute__((visibility("default"))) int berth_confine_preload(void)
+{
+	return filters_prebuild();
 }
 
 /*

@@ -151,6 +151,9 @@ static const char *become_app(int channel)
 	char *start, *fields[3], *p, *end, num[16];
 	size_t len;
 
+	/* What any app's confinement needs, made before the template is saved; should it
+	 * fail, the confinement makes it itself. */
+	(void)berth_confine_preload();
 	if (dprintf(channel, "ready") != 5)
 		fail("cannot tell berth-init it is ready: %m");
 	receive_fds(channel, fds);

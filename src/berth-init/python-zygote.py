@@ -41,7 +41,11 @@ def preload():
     # The runtime module itself runs as __main__, as under `-m`: only what it imports stays.
     del sys.modules["berth_sdk.runtime"]
     del sys.modules["berth_sdk"].runtime
-    return ctypes.CDLL(CONFINE_LIBRARY)
+    confine = ctypes.CDLL(CONFINE_LIBRARY)
+    # What any app's confinement needs (its seccomp filters), made once here; should it
+    # fail, each confinement makes them itself.
+    confine.berth_confine_preload()
+    return confine
 
 
 def is_open(fd):

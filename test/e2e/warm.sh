@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 76
+plan 80
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -147,6 +147,8 @@ echo "# the warm runtime's app, /proc/self/status: $st"
 check "and it is confined as an exec'd app is: its uid, no capability, no_new_privs, seccomp" \
 	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$st"
 check "and it is berth-init's child, as an exec'd app is" test "$(ida ppid)" = 1
+check "its seccomp filters are an exec'd app's: UDP refused (no network declared), AF_ALG too" \
+	test "$(ida udp) $(ida afAlg)" = "EPERM EPERM"
 # released NAME: why berth-init released the context daemons of NAME's VM (held while the
 # apps start): "apps started" (after every app's ready line) or "hold expired" (after the
 # 3 s hold), when its event says so consistently and both were exec'd only after it.
@@ -248,6 +250,7 @@ check "a cold VM's Python app is exec'd through agent-init" test "$(started_as a
 rpc alpha identity >"$BERTH_HOME/a.json"
 check "and confined the same way" \
 	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$(ida status)"
+check "with the same seccomp filters" test "$(ida udp) $(ida afAlg)" = "EPERM EPERM"
 undev alpha
 # --- Tampered memory: one byte flipped among the data the template left, the size unchanged.
 flip "$snapdir/ram" data+$((4096 * 7 + 123))
@@ -299,6 +302,8 @@ ok = len(t) > 1 and uid != 0 and all(
 sys.exit(not ok)' "$BERTH_HOME/na.json"
 check "Landlock refuses it a write to /tmp" test "$(field nalpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
 check "and lets it write its declared /workspace" test "$(field nalpha try_write '{"path":"/workspace/n"}' error)" = None
+check "its seccomp filters refuse it a UDP socket (no network declared), as an exec'd app's" \
+	test "$(field nalpha try_udp '' error)" = EPERM
 # reports NAME: the events of agent-init's reports berth-init relayed for NAME's VM.
 reports() {
 	control "berth-dev-$1" | python3 -c '
@@ -335,6 +340,7 @@ check "neither the Node app's secret nor its files are in the snapshot" sh -c "!
 check "a Node app boots in a --cold VM" node_dev nalpha --cold
 check "which has no warm Node: plain exec" test "$(started_as nalpha)" = exec
 check "and answers the same" test "$(field nalpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
+check "and its seccomp filters the same" test "$(field nalpha try_udp '' error)" = EPERM
 undev nalpha
 no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
 # --- The disks a restored VM reads are measured while QEMU loads the snapshot.

@@ -378,6 +378,37 @@ TEST(personality_linux_and_the_query_only)
 		ASSERT_RET(CALL(&f, personality, v), RET_EPERM, "a persona");
 }
 
+/* A runtime that waits for its app compiles the filters ahead (filters_prebuild()): what
+ * it hands out afterwards is, byte for byte, what a compilation at the app's start makes,
+ * and each app gets a copy of its own. */
+TEST(prebuilt_filters_are_the_compiled_ones)
+{
+	static const bool variants[][2] = {{false, false}, {true, false}, {true, true}};
+	Filters compiled[ELEMENTSOF(variants)] = {};
+
+	for (size_t i = 0; i < ELEMENTSOF(variants); i++)
+		build(variants[i][0], variants[i][1], &compiled[i]);
+	ASSERT_OK(filters_prebuild());
+	ASSERT_OK(filters_prebuild()); /* a second call keeps what the first made */
+	for (size_t i = 0; i < ELEMENTSOF(variants); i++) {
+		for (int copy = 0; copy < 2; copy++) {
+			_cleanup_(filters_done) Filters f = {};
+
+			build(variants[i][0], variants[i][1], &f);
+			ASSERT_TRUE(f.base.insns != compiled[i].base.insns);
+			ASSERT_TRUE(f.base.len == compiled[i].base.len);
+			ASSERT_TRUE(memcmp(f.base.insns, compiled[i].base.insns,
+					   f.base.len * sizeof(*f.base.insns)) == 0);
+			ASSERT_TRUE(f.datagram.len == compiled[i].datagram.len);
+			if (f.datagram.insns)
+				ASSERT_TRUE(memcmp(f.datagram.insns, compiled[i].datagram.insns,
+						   f.datagram.len * sizeof(*f.datagram.insns)) ==
+					    0);
+		}
+		filters_done(&compiled[i]);
+	}
+}
+
 /* The same programs in this process's kernel. Each TEST runs in its own child. */
 TEST(the_kernel_agrees)
 {

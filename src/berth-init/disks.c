@@ -115,6 +115,7 @@ int state_disk_mount(const char *dev, int *ret_formatted)
 
 int state_disk_count_boot(void)
 {
+	_cleanup_close_ int fd = -EBADF;
 	_cleanup_free_ char *text = NULL;
 	char buf[32];
 	long count = 0;
@@ -127,7 +128,11 @@ int state_disk_count_boot(void)
 	if (count < 0 || count >= 1000000000)
 		count = 0;
 	n = snprintf(buf, sizeof(buf), "%ld\n", count + 1);
-	if (write_file_atomic("/state/berth/boot-count", buf, (size_t)n, 0600) < 0)
+	/* Written in place and not synced: the disk is synced when the VM stops, a crash
+	 * loses at most this count (a torn one reads as 0), and an fsync here put a journal
+	 * commit on every boot's path (30 ms under emulation). */
+	fd = open("/state/berth/boot-count", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) < 0)
 		return 0;
 	return (int)(count + 1);
 }

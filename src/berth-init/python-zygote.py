@@ -5,7 +5,10 @@ berth-init starts this in the template boot, as root, with its end of a socketpa
 It imports what every Python app's start imports (the SDK's runtime, pydantic), says
 "ready" and waits. A request is one byte and four descriptors, nothing of an app: the
 start socket, stdout, stderr and agent-init's report pipe. For each, the zygote forks
-twice, so that the new process is berth-init's child, and goes back to waiting.
+twice, so that the new process is berth-init's child, and goes back to waiting. In the
+template berth-init also asks for a spare: a process forked the same way that waits on a
+channel of its own for the request, so that a restored VM's first Python app skips the
+forks.
 
 The new process tells berth-init its pid on the start socket and reads its start from it:
 the app's directory, its cgroup, and the environment berth-init built for agent-init. It
@@ -16,6 +19,7 @@ the app. Any failure before that exits the process with nothing of the app run."
 import ctypes
 import fcntl
 import os
+import random
 import signal
 import socket
 import sys
@@ -72,20 +76,60 @@ def read_start(sock):
     return fields[0].decode(), fields[1].decode(), fields[2] == b"1", fields[3:-1]
 
 
+def wait_reparented():
+    """berth-init's child, once the intermediate parent is gone."""
+    for _ in range(5000):
+        if os.getppid() == 1:
+            return
+        time.sleep(0.001)
+    fail("not reparented to berth-init")
+
+
+def receive_request(channel):
+    """The next request on @channel as (kind, descriptors), or None at its end: b"f" with
+    four (a process for an app), b"s" with one (the spare's channel). Others are dropped."""
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(channel, 16, 4)
+        except InterruptedError:
+            continue
+        if not msg:
+            return None
+        if (msg, len(fds)) in ((b"f", 4), (b"s", 1)):
+            return msg, fds
+        for fd in fds:
+            os.close(fd)
+
+
+def wait_as_spare(fd):
+    """In the spare, forked in the template: wait on berth-init's channel @fd for the first
+    Python app of a restored VM, as a fork would have been asked. Returns its descriptors."""
+    wait_reparented()
+    channel = socket.socket(fileno=fd)
+    channel.send(b"ready")
+    while True:
+        request = receive_request(channel)
+        if request is None:
+            os._exit(0)  # berth-init has no Python app for it
+        kind, fds = request
+        if kind == b"f":
+            break
+        for fd in fds:
+            os.close(fd)
+    channel.close()
+    # Forked in the template: every clone holds the state random reseeded at that fork.
+    random.seed()
+    return fds
+
+
 def become_app(confine, fds):
     """In the forked process. Returns only once the process is the app's, confined."""
     start, out, err, report = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds)
     for fd in fds:
         os.close(fd)
-    os.close(CHANNEL_FD)  # the zygote's channel: the app never reaches berth-init's zygote
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     # berth-init's child before it knows the pid: the intermediate parent is gone.
-    for _ in range(5000):
-        if os.getppid() == 1:
-            break
-        time.sleep(0.001)
-    else:
-        fail("not reparented to berth-init")
+    wait_reparented()
     sock = socket.socket(fileno=start)
     sock.sendall(b"pid %d\n" % os.getpid())
     directory, cgroup, strict_cgroup, env = read_start(sock)
@@ -125,20 +169,18 @@ def become_app(confine, fds):
 
 
 def serve(confine):
-    """The zygote's loop. Returns only in a forked process, once it is the app's."""
+    """The zygote's loop. Returns only in a forked process, once it is the app's.
+
+    b"f" and four descriptors: a process for an app. b"s" and one: the spare, a process
+    made now that waits on that channel for its b"f" (berth-init asks for it in the
+    template)."""
     channel = socket.socket(fileno=CHANNEL_FD)
     channel.send(b"ready")
     while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(channel, 16, 4)
-        except InterruptedError:
-            continue
-        if not msg:
+        request = receive_request(channel)
+        if request is None:
             os._exit(0)  # berth-init closed its end
-        if msg != b"f" or len(fds) != 4:
-            for fd in fds:
-                os.close(fd)
-            continue
+        kind, fds = request
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -146,6 +188,9 @@ def serve(confine):
             if os.fork() != 0:
                 os._exit(0)
             channel.detach()
+            os.close(CHANNEL_FD)  # the app never reaches berth-init's zygote
+            if kind == b"s":
+                fds = wait_as_spare(fds[0])
             become_app(confine, fds)
             return
         for fd in fds:

@@ -83,7 +83,7 @@ int artifact_measured(Artifact *a, ArtifactKind kind, const char *sha256, uint64
 	return a->pinned ? 0 : mismatch(a, pin, err, errlen);
 }
 
-int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, bool defer_rootfs,
+int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, bool defer,
 			    Artifacts *ret, char *err, size_t errlen)
 {
 	int r = 0;
@@ -98,8 +98,7 @@ int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, boo
 		path = override ? strdup(rootfs_override) : pin_install_path(vm_dir, k);
 		if (!path)
 			return -ENOMEM;
-		r = open_one(&ret->a[k], path, pin_get(k), !override,
-			     defer_rootfs && k == ARTIFACT_ROOTFS, err, errlen);
+		r = open_one(&ret->a[k], path, pin_get(k), !override, defer, err, errlen);
 	}
 	if (r < 0)
 		artifacts_done(ret);

@@ -28,11 +28,12 @@ typedef struct Artifacts {
  * artifacts_open_verified() - open the kernel, initrd and root image installed under @vm_dir
  * for the compiled-in pins and check each against its pin.
  * @rootfs_override: a root image to boot instead (reported as not pinned), or NULL.
- * @defer_rootfs: open the pinned root image but leave its check to artifact_measured()
- * (measure.h): it is marked pending until then.
+ * @defer: open them but leave the checks of the pinned ones to artifact_measured()
+ * (measure.h): each is marked pending until then, and used by nothing before it is
+ * checked but a restore's QEMU, which reads the root image only once the guest runs.
  * On a mismatch returns -EPERM and a message in @err naming the file and both hashes.
  */
-int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, bool defer_rootfs,
+int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, bool defer,
 			    Artifacts *ret, char *err, size_t errlen);
 /* The digest of a pending artifact of @kind, measured: recorded, and checked against the
  * pin as at its opening (-EPERM with the same message in @err). */

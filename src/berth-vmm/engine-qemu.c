@@ -128,13 +128,17 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	argv_add(&b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
 	argv_add(&b, "-global");
 	argv_add(&b, "virtio-mmio.force-legacy=false");
-	/* The verified descriptors, not the paths: what was hashed is what boots. */
-	argv_add(&b, "-kernel");
-	argv_add(&b, "/proc/self/fd/%d", art->a[ARTIFACT_KERNEL].fd);
-	argv_add(&b, "-initrd");
-	argv_add(&b, "/proc/self/fd/%d", art->a[ARTIFACT_INITRD].fd);
-	argv_add(&b, "-append");
-	argv_add(&b, "%s", cmdline);
+	/* The verified descriptors, not the paths: what was hashed is what boots. A restore
+	 * boots nothing: the kernel runs from the snapshot's memory, and QEMU does not read
+	 * (or parse) the files, which are measured beside its start like the disks. */
+	if (!cfg->incoming) {
+		argv_add(&b, "-kernel");
+		argv_add(&b, "/proc/self/fd/%d", art->a[ARTIFACT_KERNEL].fd);
+		argv_add(&b, "-initrd");
+		argv_add(&b, "/proc/self/fd/%d", art->a[ARTIFACT_INITRD].fd);
+		argv_add(&b, "-append");
+		argv_add(&b, "%s", cmdline);
+	}
 	argv_add(&b, "-chardev");
 	argv_add(&b, "stdio,id=console,signal=off");
 	argv_add(&b, "-serial");

@@ -10,8 +10,9 @@
  * Measuring disks beside QEMU's start (docs/warm-start.md). The root image, the layers and
  * the state disk are block devices: QEMU reads them only once the guest runs. A child
  * process hashes them while QEMU starts and, for a restore, loads the snapshot; the guest
- * runs only once every digest is in and every pinned one matched (serve.c). The kernel and
- * initramfs, which QEMU itself parses at its start, are verified before it starts.
+ * runs only once every digest is in and every pinned one matched (serve.c). So are the
+ * kernel and the initramfs: a cold boot waits for them before QEMU starts, since QEMU
+ * parses them; a restore's QEMU does not get them.
  */
 
 #define MEASURE_JOBS_MAX 8

@@ -1057,10 +1057,11 @@ static int prepare(Vmm *v)
 	vm_dir = v->args.artifacts ? strdup(v->args.artifacts) : berth_vm_dir();
 	if (!vm_dir)
 		return -ENOMEM;
-	/* The kernel and the initramfs now, since QEMU parses them as it starts; the root
-	 * image and the layers, disks QEMU only reads for the guest, are checked beside its
-	 * start and before the guest runs (vmm_measure_finish()). A container's image is
-	 * made from the root image, which is checked now. */
+	/* Checked beside QEMU's start (vmm_measure_finish()): before a cold boot's QEMU
+	 * starts, since it parses the kernel and the initramfs and runs the guest at once; a
+	 * restore's QEMU reads neither, and the root image and the layers only for the guest,
+	 * which runs once they matched. A container's image is made from the root image,
+	 * which is checked now. */
 	r = artifacts_open_verified(vm_dir, v->args.rootfs, !v->args.docker, &v->artifacts, err,
 				    sizeof(err));
 	if (r < 0)
@@ -1199,7 +1200,7 @@ int vmm_measure_finish(Vmm *v, char *err, size_t errlen)
 		v->measure_r = measure_check(v, v->measure_err, sizeof(v->measure_err));
 		v->measured = true;
 		if (v->measure.n > 0)
-			log_info("%zu disk%s measured (waited %lld ms for %s)", v->measure.n,
+			log_info("%zu image%s measured (waited %lld ms for %s)", v->measure.n,
 				 v->measure.n == 1 ? "" : "s", (long long)(now_ms() - t0),
 				 v->restore ? "them after the snapshot's load" : "them");
 	}

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 80
+plan 83
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -345,8 +345,8 @@ undev nalpha
 no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
 # --- The disks a restored VM reads are measured while QEMU loads the snapshot.
 dev alpha
-check "a restored VM's root image and state disk are measured before it runs" \
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measurements"]; sys.exit(not(d["boot"]["mode"] == "restored" and m["rootfs"]["pinned"] and len(m["rootfs"]["sha256"]) == 64 and len(m["state"]["chunkedSha256"]) == 64 and not any("pending" in v for v in m.values() if isinstance(v, dict))))' "$(vmj alpha)"
+check "a restored VM's kernel, initramfs, root image and state disk are measured before it runs" \
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measurements"]; sys.exit(not(d["boot"]["mode"] == "restored" and all(m[k]["pinned"] and len(m[k]["sha256"]) == 64 for k in ("kernel", "initrd", "rootfs")) and len(m["state"]["chunkedSha256"]) == 64 and not any("pending" in v for v in m.values() if isinstance(v, dict))))' "$(vmj alpha)"
 undev alpha
 rootfs=$(ls "$BERTH_HOME"/vm/rootfs/rootfs-*.erofs)
 cp "$rootfs" "$BERTH_HOME/rootfs.good"
@@ -370,5 +370,26 @@ check "the restore had begun, and nothing of the guest ran" \
 check "the snapshot is kept: the disk was wrong, not it" test -e "$snapdir/vm.snap"
 check "and no QEMU is left of it" no_vm_left
 cp "$BERTH_HOME/rootfs.good" "$rootfs"
+# A restore's QEMU does not read the kernel: it is measured beside the load, like the disks.
+kernel=$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)
+cp "$kernel" "$BERTH_HOME/vmlinux.good"
+chmod u+w "$kernel"
+printf '\x42' | dd of="$kernel" bs=1 seek=4096 conv=notrunc status=none
+if dev alpha; then
+	not_ok "a tampered kernel is refused, though a snapshot would restore"
+	diag <"$BERTH_HOME/alpha.log"
+	undev alpha
+else
+	if grep -q 'kernel .* does not match the pin' "$BERTH_HOME/alpha.log"; then
+		ok "a tampered kernel is refused, though a snapshot would restore"
+	else
+		not_ok "a tampered kernel is refused, though a snapshot would restore"
+		diag <"$BERTH_HOME/alpha.log"
+	fi
+fi
+check "and nothing of the guest ran" \
+	sh -c "grep -q 'restoring snapshot' '$BERTH_HOME/alpha.log' && ! grep -q 'berth-init' '$BERTH_HOME/alpha.log'"
+check "and no QEMU is left of it" no_vm_left
+cp "$BERTH_HOME/vmlinux.good" "$kernel"
 check "no VM is left behind" no_vm_left
 finish

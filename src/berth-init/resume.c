@@ -172,12 +172,13 @@ static int wait_state_size(uint64_t want, char *err, size_t errlen)
 
 	if (disk_find_by_serial("state", dev, sizeof(dev)) < 0)
 		return 0;
-	for (int i = 0; i < 300; i++) {
+	/* Usually there within a few ms of the resume: look often, for 3 s at the most. */
+	for (int i = 0; i < 3000; i++) {
 		_cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC);
 
 		if (fd >= 0 && ioctl(fd, BLKGETSIZE64, &have) == 0 && have == want)
 			return 0;
-		usleep(10 * 1000);
+		usleep(1000);
 	}
 	snprintf(err, errlen, "the state disk %s is %llu bytes, not the %llu the host gave it", dev,
 		 (unsigned long long)have, (unsigned long long)want);

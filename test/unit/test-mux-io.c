@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -207,6 +209,37 @@ TEST(a_stream_reset_before_its_close_is_dropped)
 	ASSERT_TRUE(len <= sizeof(buf));
 	safe_close(host_app);
 	side_free(&h);
+}
+
+/* A guest whose port reads as EOF (no host on the chardev) waits for the host without
+ * spinning: the port is readable and hung up all the time, so it leaves the epoll set and
+ * is looked at again on a timer. */
+TEST(a_guest_without_a_host_waits_without_spinning)
+{
+	MuxIoConfig cfg = {.mux.role = MUX_ROLE_GUEST, .tolerate_eof = true};
+	struct timespec cpu0, cpu1;
+	EvLoop *e;
+	MuxIo *io;
+	int t[2];
+	uint64_t end;
+	long long used_ms;
+
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, t));
+	ASSERT_OK(ev_loop_new(&e));
+	ASSERT_OK(mux_io_new(e, &cfg, &io));
+	ASSERT_OK(mux_io_set_transport(io, t[1]));
+	safe_close(t[0]);
+	ASSERT_OK(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0));
+	end = ev_time_now() + 400 * USEC_PER_MSEC;
+	while (ev_time_now() < end)
+		ASSERT_TRUE(ev_run(e, 10 * USEC_PER_MSEC) >= 0);
+	ASSERT_OK(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1));
+	ASSERT_EQ(mux_io_get_state(io), MUX_IO_HOST_ABSENT);
+	used_ms = (cpu1.tv_sec - cpu0.tv_sec) * 1000LL + (cpu1.tv_nsec - cpu0.tv_nsec) / 1000000;
+	printf("# 400 ms without a host: %lld ms of CPU\n", used_ms);
+	ASSERT_TRUE(used_ms < 100);
+	mux_io_free(io);
+	ev_loop_free(e);
 }
 
 int main(void)

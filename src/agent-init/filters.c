@@ -531,9 +531,9 @@ static int filters_compile(bool restrict_protocols, bool deny_datagrams, Filters
 	return 0;
 }
 
-/* The programs filters_prebuild() made, by [restrict_protocols][deny_datagrams]. */
+/* The programs filters_prebuild() made, by [restrict_protocols][deny_datagrams]; a variant
+ * not made has no base program. */
 static Filters prebuilt[2][2];
-static bool prebuilt_ready[2][2];
 
 int filters_prebuild(void)
 {
@@ -542,14 +542,10 @@ int filters_prebuild(void)
 
 	for (size_t i = 0; i < ELEMENTSOF(variants); i++) {
 		bool p = variants[i][0], d = variants[i][1];
-		int r;
+		int r = prebuilt[p][d].base.insns ? 0 : filters_compile(p, d, &prebuilt[p][d]);
 
-		if (prebuilt_ready[p][d])
-			continue;
-		r = filters_compile(p, d, &prebuilt[p][d]);
 		if (r < 0)
 			return r;
-		prebuilt_ready[p][d] = true;
 	}
 	return 0;
 }
@@ -572,7 +568,7 @@ int filters_build(bool restrict_protocols, bool deny_datagrams, Filters *ret)
 	const Filters *made = &prebuilt[restrict_protocols][deny_datagrams];
 	Filters f = {};
 
-	if (!prebuilt_ready[restrict_protocols][deny_datagrams])
+	if (!made->base.insns)
 		return filters_compile(restrict_protocols, deny_datagrams, ret);
 	if (program_copy(&made->base, &f.base) < 0 ||
 	    program_copy(&made->datagram, &f.datagram) < 0) {

@@ -276,7 +276,7 @@ static int resume_requested(const json_t *req, char *err, size_t errlen, void *u
  */
 static int template_phase(void)
 {
-	char why[256], digest[SHA256_HEX_LEN + 1];
+	char why[256];
 
 	/* Node's startup snapshot and the warm Python runtime, made here once for every VM
 	 * restored from this one; the two side by side, one per vCPU. Then the warm Node. */
@@ -293,10 +293,8 @@ static int template_phase(void)
 	/* The warm Node starts from that snapshot, once the zygote's imports are done. */
 	if (node && node_warm_start(node_snapshot_blob(), why, sizeof(why)) < 0)
 		journal_logf("no warm Node runtime: %s; Node apps start the exec'd way", why);
-	/* OpenSSL reads its configuration and sets up its providers on first use: here,
-	 * once, and not in every restored VM's first policy hash (65 ms under emulation).
-	 * A digest draws nothing from OpenSSL's random generator. */
-	(void)sha256_buffer_hex("", 0, digest);
+	/* Once here, not in every restored VM's first policy hash (65 ms under emulation). */
+	sha256_preload();
 	resume_template_shed_memory();
 	journal_event("template_ready", NULL);
 	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);

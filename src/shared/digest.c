@@ -107,6 +107,13 @@ int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t
 	return sha256_fd_hex(fd, ret_hex, ret_size);
 }
 
+void sha256_preload(void)
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	(void)sha256_buffer_hex("", 0, hex);
+}
+
 int sha256_hex_valid(const char *s)
 {
 	if (!s || strlen(s) != SHA256_HEX_LEN)

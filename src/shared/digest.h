@@ -23,6 +23,10 @@ static inline void sha256_freep(Sha256 **s)
 }
 
 int sha256_buffer_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN + 1]);
+/* Have OpenSSL read its configuration and set up its providers now, as it does on first
+ * use, for a process that is about to be copied (a VM's template): draws nothing from its
+ * random generator. */
+void sha256_preload(void);
 /* Hash a whole file (or what @fd holds, read with pread from offset 0); @ret_size (may be
  * NULL) gets its byte count. */
 int sha256_fd_hex(int fd, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size);

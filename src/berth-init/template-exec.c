@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "macros.h"
+#include "term-text.h"
 #include "template-exec.h"
 
 _noreturn_ void exec_template_program(const char *path, char *const argv[], int keep_fd,
@@ -71,6 +73,7 @@ pid_t template_spawn(const char *path, char *const argv[], int type, int keep_as
 
 int template_read_ready(int fd, char *why, size_t whylen)
 {
+	_cleanup_free_ char *said = NULL;
 	char buf[256];
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 
@@ -80,14 +83,12 @@ int template_read_ready(int fd, char *why, size_t whylen)
 		return 0;
 	if (n > 0) {
 		buf[n] = '\0';
-		for (char *c = buf; *c; c++)
-			if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-				*c = '?';
+		said = term_text_dup(buf, TERM_TEXT_QUESTION);
 	}
 	snprintf(why, whylen, "it did not say it was ready (%s)",
 		 n < 0	  ? strerror((int)-n)
 		 : n == 0 ? "it ended"
-			  : buf);
+			  : said ?: "out of memory");
 	return n < 0 ? (int)n : -EPROTO;
 }
 

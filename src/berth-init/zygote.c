@@ -23,8 +23,6 @@ static int zygote_fd = -EBADF; /* berth-init's end: SOCK_SEQPACKET */
 /* A fork the zygote made in the template, waiting for the first Python app: its channel. */
 static int spare_fd = -EBADF;
 
-static void make_spare(void);
-
 bool zygote_available(void)
 {
 	return zygote_pid > 0 && zygote_fd >= 0;
@@ -48,29 +46,6 @@ bool zygote_child_exited(pid_t pid, int status)
 	zygote_fd = safe_close(zygote_fd);
 	spare_fd = safe_close(spare_fd);
 	return true;
-}
-
-int zygote_start(char *why, size_t whylen)
-{
-	char *const argv[] = {(char *)"python3", (char *)ZYGOTE_PROGRAM, NULL};
-	int r;
-
-	if (access(ZYGOTE_PROGRAM, R_OK) < 0) {
-		snprintf(why, whylen, "%s: %m", ZYGOTE_PROGRAM);
-		return -errno;
-	}
-	r = template_spawn("/usr/bin/python3", argv, SOCK_SEQPACKET, ZYGOTE_FD, false, &zygote_fd,
-			   why, whylen);
-	if (r < 0)
-		return r;
-	zygote_pid = r;
-	r = template_wait_ready(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC, why, whylen);
-	if (r < 0) {
-		zygote_stop();
-		return r;
-	}
-	make_spare();
-	return 0;
 }
 
 /*
@@ -100,6 +75,30 @@ static void make_spare(void)
 	}
 	spare_fd = sv[0];
 }
+
+int zygote_start(char *why, size_t whylen)
+{
+	char *const argv[] = {(char *)"python3", (char *)ZYGOTE_PROGRAM, NULL};
+	int r;
+
+	if (access(ZYGOTE_PROGRAM, R_OK) < 0) {
+		snprintf(why, whylen, "%s: %m", ZYGOTE_PROGRAM);
+		return -errno;
+	}
+	r = template_spawn("/usr/bin/python3", argv, SOCK_SEQPACKET, ZYGOTE_FD, false, &zygote_fd,
+			   why, whylen);
+	if (r < 0)
+		return r;
+	zygote_pid = r;
+	r = template_wait_ready(zygote_fd, ZYGOTE_READY_TIMEOUT_MSEC, why, whylen);
+	if (r < 0) {
+		zygote_stop();
+		return r;
+	}
+	make_spare();
+	return 0;
+}
+
 
 /*
  * Ask @channel (the spare's or the zygote's) for the process: one byte and its four

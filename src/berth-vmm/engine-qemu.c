@@ -86,11 +86,7 @@ static char *qemu_opt_value(const char *s)
 static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 {
 	const Artifacts *art = cfg->artifacts;
-	_cleanup_free_ char *cmdline = cfg->cmdline ? strdup(cfg->cmdline) : vm_kernel_cmdline(cfg);
 	ArgvBuilder b = {};
-
-	if (!cmdline)
-		return -ENOMEM;
 	argv_add(&b, "%s", cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
 	argv_add(&b, "-accel");
 	/*
@@ -132,6 +128,11 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	 * boots nothing: the kernel runs from the snapshot's memory, and QEMU does not read
 	 * (or parse) the files, which are measured beside its start like the disks. */
 	if (!cfg->incoming) {
+		_cleanup_free_ char *cmdline = cfg->cmdline ? strdup(cfg->cmdline)
+							    : vm_kernel_cmdline(cfg);
+
+		if (!cmdline)
+			return -ENOMEM;
 		argv_add(&b, "-kernel");
 		argv_add(&b, "/proc/self/fd/%d", art->a[ARTIFACT_KERNEL].fd);
 		argv_add(&b, "-initrd");

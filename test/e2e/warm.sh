@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 83
+plan 84
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -348,48 +348,33 @@ dev alpha
 check "a restored VM's kernel, initramfs, root image and state disk are measured before it runs" \
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measurements"]; sys.exit(not(d["boot"]["mode"] == "restored" and all(m[k]["pinned"] and len(m[k]["sha256"]) == 64 for k in ("kernel", "initrd", "rootfs")) and len(m["state"]["chunkedSha256"]) == 64 and not any("pending" in v for v in m.values() if isinstance(v, dict))))' "$(vmj alpha)"
 undev alpha
-rootfs=$(ls "$BERTH_HOME"/vm/rootfs/rootfs-*.erofs)
-cp "$rootfs" "$BERTH_HOME/rootfs.good"
-chmod u+w "$rootfs"
-printf '\x42' | dd of="$rootfs" bs=1 seek=8192 conv=notrunc status=none
-if dev alpha; then
-	not_ok "a tampered root image is refused, though a snapshot would restore"
-	diag <"$BERTH_HOME/alpha.log"
-	diag <"$BERTH_HOME/run/vm/berth-dev-alpha/vmm.log"
-	undev alpha
-else
-	if grep -q 'rootfs .* does not match the pin' "$BERTH_HOME/alpha.log"; then
-		ok "a tampered root image is refused, though a snapshot would restore"
+# refused_on_restore FILE OFFSET PIN WHAT: with a byte of the pinned FILE changed at
+# OFFSET, berth dev is refused with PIN's mismatch although a snapshot would restore: the
+# restore had begun, nothing of the guest ran, no QEMU is left; then FILE is put back.
+refused_on_restore() {
+	local file=$1 offset=$2 pin=$3 what=$4
+	cp "$file" "$BERTH_HOME/tampered.good"
+	chmod u+w "$file"
+	printf '\x42' | dd of="$file" bs=1 seek="$offset" conv=notrunc status=none
+	if dev alpha; then
+		not_ok "a tampered $what is refused, though a snapshot would restore"
+		diag <"$BERTH_HOME/alpha.log"
+		diag <"$BERTH_HOME/run/vm/berth-dev-alpha/vmm.log"
+		undev alpha
+	elif grep -q "$pin .* does not match the pin" "$BERTH_HOME/alpha.log"; then
+		ok "a tampered $what is refused, though a snapshot would restore"
 	else
-		not_ok "a tampered root image is refused, though a snapshot would restore"
+		not_ok "a tampered $what is refused, though a snapshot would restore"
 		diag <"$BERTH_HOME/alpha.log"
 	fi
-fi
-check "the restore had begun, and nothing of the guest ran" \
-	sh -c "grep -q 'restoring snapshot' '$BERTH_HOME/alpha.log' && ! grep -q 'berth-init' '$BERTH_HOME/alpha.log'"
-check "the snapshot is kept: the disk was wrong, not it" test -e "$snapdir/vm.snap"
-check "and no QEMU is left of it" no_vm_left
-cp "$BERTH_HOME/rootfs.good" "$rootfs"
+	check "the restore had begun, and nothing of the guest ran" \
+		sh -c "grep -q 'restoring snapshot' '$BERTH_HOME/alpha.log' && ! grep -q 'berth-init' '$BERTH_HOME/alpha.log'"
+	check "the snapshot is kept: the $what was wrong, not it" test -e "$snapdir/vm.snap"
+	check "and no QEMU is left of it" no_vm_left
+	cp "$BERTH_HOME/tampered.good" "$file"
+}
+refused_on_restore "$(ls "$BERTH_HOME"/vm/rootfs/rootfs-*.erofs)" 8192 rootfs "root image"
 # A restore's QEMU does not read the kernel: it is measured beside the load, like the disks.
-kernel=$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)
-cp "$kernel" "$BERTH_HOME/vmlinux.good"
-chmod u+w "$kernel"
-printf '\x42' | dd of="$kernel" bs=1 seek=4096 conv=notrunc status=none
-if dev alpha; then
-	not_ok "a tampered kernel is refused, though a snapshot would restore"
-	diag <"$BERTH_HOME/alpha.log"
-	undev alpha
-else
-	if grep -q 'kernel .* does not match the pin' "$BERTH_HOME/alpha.log"; then
-		ok "a tampered kernel is refused, though a snapshot would restore"
-	else
-		not_ok "a tampered kernel is refused, though a snapshot would restore"
-		diag <"$BERTH_HOME/alpha.log"
-	fi
-fi
-check "and nothing of the guest ran" \
-	sh -c "grep -q 'restoring snapshot' '$BERTH_HOME/alpha.log' && ! grep -q 'berth-init' '$BERTH_HOME/alpha.log'"
-check "and no QEMU is left of it" no_vm_left
-cp "$BERTH_HOME/vmlinux.good" "$kernel"
+refused_on_restore "$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)" 4096 kernel kernel
 check "no VM is left behind" no_vm_left
 finish

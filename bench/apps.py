@@ -9,7 +9,8 @@
     the VM has its next warm Node, as after a developer's first seconds) and with
     --reboot-on-change (the VM restarted, restored from the snapshot when there is one);
   * RPC round trip: the median of many list_notes calls on one connection to the VM's
-    rpc-0.sock, against a plain unix-socket echo of the same line in this process.
+    rpc-0.sock, once four notes were added, against a plain unix-socket echo of the same
+    line in this process.
 
 Usage: bench/apps.py [-n RUNS] [--calls N] [--json]  (artifacts installed in BERTH_HOME or
 ~/.berth, e.g. by scripts/main-job.sh)
@@ -31,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import boot as bootbench  # noqa: E402
 
+NOTES = 4  # list_notes lists this many
 ROOT = bootbench.ROOT
 BERTH = bootbench.BERTH
 
@@ -82,6 +84,15 @@ def rpc_latencies(sock_path, calls):
     s = socket.socket(socket.AF_UNIX)
     s.connect(sock_path)
     f = s.makefile("rb")
+    # A list that lists something (an absent notes.json is the app's failure path), and as
+    # long in every run: the state disk is the app's, kept from run to run.
+    s.sendall(b'{"id":"count","export":"list_notes"}\n')
+    have = json.loads(f.readline()).get("result", {}).get("notes", [])
+    for i in range(len(have), NOTES):
+        s.sendall(json.dumps({"id": f"add-{i}", "export": "add_note", "input": {"text": f"note {i}"}}).encode() + b"\n")
+        answer = f.readline()
+        if b'"result"' not in answer:
+            raise RuntimeError(f"add_note failed: {answer[:300]!r}")
     out = []
     for i in range(calls):
         line = json.dumps({"id": str(i), "export": "list_notes"}).encode() + b"\n"

@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Where an RPC round trip's time goes, layer by layer, in one VM (docs/benchmarks.md).
-Each row is the median of many calls on one connection, interleaved call by call:
+Each row is the median of many calls on one connection, made in blocks that take turns:
 
   * baseline: a unix-socket echo of the same line in this process, on the host;
   * channel: {"op":"status"} on control.sock: the host socket, berth-vmm's multiplexer,
     QEMU's virtio-serial port and berth-init's answer, no app;
-  * app socket: the echo fixture (a bare Node server, no SDK) on rpc-1.sock: the same,
-    plus berth-init's splice to the app's unix socket and a JSON parse in Node;
-  * SDK: apps/activity-feed's get_recent_activity (an empty list): plus the SDK's line
-    framing, the export lookup and zod's input and output validation;
-  * app: apps/notes' list_notes: plus the app's own work (reading notes.json).
+  * framing: an export bench/fixtures/rpc-layers does not have: plus berth-init's splice
+    to the app's unix socket, Node woken, and the SDK's line framing, JSON parse, export
+    lookup and error answer;
+  * handler: its `bare` export (four notes, no schema): plus calling a handler and
+    serialising its answer;
+  * validation: its `validated` export (the same, with list_notes' output schema): plus
+    zod checking the answer;
+  * app: apps/notes' list_notes of the four notes added first: plus the app's own work
+    (reading notes.json, checking each note).
 
-Each layer's cost is its difference with the row above. Needs the artifacts installed
+Each layer's cost is its difference with the row above. Three more rows stand beside
+them: the echo fixture (a bare Node server without the SDK, exec'd rather than started
+warm) and rpc-layers' `read_async` and `read_sync`, the same small file read through
+node:fs/promises and through one synchronous call. Needs the artifacts installed
 (BERTH_HOME or ~/.berth); boots one VM with berth-vmm.
 
 Usage: bench/rpc.py [--calls N] [--json]
@@ -33,6 +40,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VMM = os.path.join(ROOT, "build/src/berth-vmm/berth-vmm")
 BERTH = os.path.join(ROOT, "build/src/berth/berth")
 VM = "bench-rpc"
+NOTES = 4  # list_notes lists this many (the state disk may hold some already)
+ROUNDS = 3  # blocks of calls per row
 
 
 class Line:
@@ -53,6 +62,21 @@ class Line:
                 raise RuntimeError("the connection closed")
             if self.is_answer(got):
                 return time.perf_counter() - t0
+
+
+def add_notes(path):
+    """A list_notes that lists something: the notes an agent would have added."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    f = s.makefile("rb")
+    s.sendall(b'{"id":"count","export":"list_notes"}\n')
+    have = json.loads(f.readline()).get("result", {}).get("notes", [])
+    for i in range(len(have), NOTES):
+        s.sendall(json.dumps({"id": f"add-{i}", "export": "add_note", "input": {"text": f"note {i}"}}).encode() + b"\n")
+        answer = f.readline()
+        if b'"result"' not in answer:
+            raise RuntimeError(f"add_note failed: {answer[:300]!r}")
+    s.close()
 
 
 def echo_server():
@@ -82,7 +106,7 @@ def main():
     echo_dir = None
     try:
         shares = []
-        for app in ("apps/notes", "test/e2e/fixtures/echo", "apps/activity-feed"):
+        for app in ("apps/notes", "test/e2e/fixtures/echo", "bench/fixtures/rpc-layers"):
             name = os.path.basename(app)
             out = os.path.join(work, name)
             if app.endswith("echo"):
@@ -99,42 +123,60 @@ def main():
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
                 logs = subprocess.run([BERTH, "vm", "logs", VM], capture_output=True, text=True).stdout
-                if all(f'"{a}" ready' in logs for a in ("notes", "echo", "activity-feed")):
+                if all(f'"{a}" ready' in logs for a in ("notes", "echo", "rpc-layers")):
                     break
                 time.sleep(1)
+            add_notes(os.path.join(run, "rpc-0.sock"))
             echo_dir, echo_path = echo_server()
             rid = lambda line: b'"id"' in line
+            layers = lambda: Line(os.path.join(run, "rpc-2.sock"), rid)
             rows = {
                 "baseline": (Line(echo_path, rid), {"export": "list_notes"}),
                 "channel": (Line(os.path.join(run, "control.sock"), lambda l: b'"op":"status"' in l), None),
-                "appSocket": (Line(os.path.join(run, "rpc-1.sock"), rid), {"export": "ping", "input": {}}),
-                "sdk": (Line(os.path.join(run, "rpc-2.sock"), rid), {"export": "get_recent_activity"}),
+                "framing": (layers(), {"export": "no_such_export"}),
+                "handler": (layers(), {"export": "bare"}),
+                "validation": (layers(), {"export": "validated"}),
                 "app": (Line(os.path.join(run, "rpc-0.sock"), rid), {"export": "list_notes"}),
+                "echoFixture": (Line(os.path.join(run, "rpc-1.sock"), rid), {"export": "ping", "input": {}}),
+                "readAsync": (layers(), {"export": "read_async"}),
+                "readSync": (layers(), {"export": "read_sync"}),
             }
             times = {k: [] for k in rows}
-            for i in range(args.calls + 20):
+            # In blocks, as a client calling one export does (a call to another process
+            # in between costs each call about 1 ms more under emulation); the blocks take
+            # turns, so that the machine's drift is shared.
+            block = max(1, args.calls // ROUNDS)
+            for rnd in range(ROUNDS):
                 for k, (conn, req) in rows.items():
-                    line = (json.dumps({"op": "status"}) if req is None else json.dumps({"id": str(i), **req})).encode() + b"\n"
-                    t = conn.call(line)
-                    if i >= 20:  # the first calls warm up
-                        times[k].append(t)
+                    for i in range(block + 10):
+                        line = (json.dumps({"op": "status"}) if req is None else json.dumps({"id": str(i), **req})).encode() + b"\n"
+                        t = conn.call(line)
+                        if i >= 10:  # the first calls of a block warm up
+                            times[k].append(t)
         finally:
             subprocess.run([BERTH, "vm", "stop", VM], capture_output=True)
         med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
-        order = ["baseline", "channel", "appSocket", "sdk", "app"]
-        result = {"calls": args.calls, "medianUs": {k: round(med[k]) for k in order},
+        order = ["baseline", "channel", "framing", "handler", "validation", "app"]
+        beside = ["echoFixture", "readAsync", "readSync"]
+        result = {"calls": args.calls, "medianUs": {k: round(med[k]) for k in order + beside},
                   "layerUs": {order[i]: round(med[order[i]] - med[order[i - 1]]) for i in range(1, len(order))},
+                  "readAsyncOverSyncUs": round(med["readAsync"] - med["readSync"]),
                   "appOverBaselineRatio": round(med["app"] / med["baseline"], 1)}
         if args.json:
             print(json.dumps(result, indent=2))
         else:
             what = {"baseline": "unix-socket echo on the host", "channel": "control.sock status (no app)",
-                    "appSocket": "echo fixture (no SDK)", "sdk": "SDK, an export with nothing to do",
-                    "app": "notes list_notes"}
-            print(f"RPC round trip, layer by layer ({args.calls} calls each, interleaved)")
+                    "framing": "SDK, an unknown export", "handler": "SDK, an export without schemas",
+                    "validation": "SDK, the same with an output schema", "app": "notes list_notes",
+                    "echoFixture": "echo fixture (no SDK, exec'd)", "readAsync": "a file read, node:fs/promises",
+                    "readSync": "a file read, one synchronous call"}
+            print(f"RPC round trip, layer by layer ({args.calls} calls each, in {ROUNDS} blocks)")
             for k in order:
                 extra = f"  (+{result['layerUs'][k]} us)" if k in result["layerUs"] else ""
-                print(f"  {what[k]:<36} median {result['medianUs'][k]} us{extra}")
+                print(f"  {what[k]:<38} median {result['medianUs'][k]} us{extra}")
+            print("beside them")
+            for k in beside:
+                print(f"  {what[k]:<38} median {result['medianUs'][k]} us")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if echo_dir:

@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import {
 	cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync,
 } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { test } from "node:test";
 import { FIXTURES, ROOT, SDK, tempDir } from "./helpers.mjs";
 
@@ -267,6 +267,21 @@ test("without esbuild or yaml of its own, the bundler refuses instead of running
 	assert.equal(r.status, 1, r.stdout + r.stderr);
 	assert.ok(!existsSync(marker), `the app's code ran on the host: ${existsSync(marker) && readFileSync(marker, "utf8")}`);
 	assert.match(r.verdict.error, new RegExp(`^the bundler would load yaml from ${esc(join(app, "node_modules", "yaml"))}, which is not Berth's own copy: `));
+});
+
+test("a file of one of Berth's packages importing outside Berth is refused, and nothing of it written", () => {
+	// esbuild resolves a Berth package's imports of its own files by itself (bundle.mjs);
+	// the check of every file it loads must still stop one that leaves Berth's tree.
+	const bundler = bareBerth(work, { withYaml: true });
+	const modules = join(dirname(dirname(dirname(bundler))), "node_modules");
+	for (const p of ["esbuild", "@esbuild"]) cpSync(join(ROOT, "node_modules", p), join(modules, p), { recursive: true });
+	const pkg = join(modules, "leaky");
+	mkdirSync(pkg);
+	writeFileSync(join(pkg, "package.json"), '{"name":"leaky","main":"index.js"}');
+	const climb = relative(pkg, join(outside, "canary.txt"));
+	writeFileSync(join(pkg, "index.js"), `module.exports = require(${JSON.stringify(climb)});\n`);
+	const r = bundle(hostileApp({ index: entry('import secret from "leaky";') }), bundler);
+	assertRefused(r, new RegExp(`^the bundle would include ${esc(join(outside, "canary.txt"))}, which is outside the app: ${esc(RULE)}`));
 });
 
 test("the example apps still bundle", () => {

@@ -4,6 +4,7 @@
 //
 //   node sdk/node/bundle.mjs <appDir> <outDir>
 //   node sdk/node/bundle.mjs --runtime <outDir>    the SDK runtime alone (the root image's)
+//   node sdk/node/bundle.mjs --serve               app after app, for berth dev (see serve())
 //
 // Node app (berth.yml `runtime: node`, the default):
 //   outDir/dist/index.mjs            the app with @berthos/sdk, zod and its other deps
@@ -27,6 +28,7 @@ import {
 import { createRequire, isBuiltin } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { createInterface } from "node:readline";
 
 const SDK_DIR = dirname(fileURLToPath(import.meta.url));
 export const MAX_SHARE_FILES = 2000;
@@ -34,6 +36,8 @@ export const MAX_SHARE_BYTES = 32 << 20;
 const EXCLUDED_NAMES = new Set(["__pycache__", "venv", "node_modules", "dist"]);
 const ENTRY_CANDIDATES = ["src/index.ts", "src/index.mts", "src/index.js", "src/index.mjs", "index.ts", "index.mjs", "index.js"];
 // CommonJS dependencies call require() for Node built-ins; an ESM bundle needs one.
+const SERVE_LINE_MAX = 64 * 1024; // a --serve request: two paths
+const SERVE_CONTEXTS_MAX = 16; // esbuild contexts --serve keeps, one per app
 const BANNER = 'import { createRequire as __berthCreateRequire } from "node:module";\nconst require = __berthCreateRequire(import.meta.url);';
 
 export class BundleError extends Error {}
@@ -393,17 +397,49 @@ async function runtimeBundle(esbuild) {
 	return files;
 }
 
-async function bundleNode(appDir, tmp, appEntryPath, manifestFiles) {
+/**
+ * The app's build: a fresh one, or with `contexts` (--serve) a rebuild of the esbuild
+ * context kept for this app and entry point, which parses again only the files that
+ * changed. Resolves to {result, base}: the output files' paths are under `base`.
+ */
+async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts) {
+	const opts = { ...esbuildOptions(appDir), entryPoints: [appEntryPath], outfile: join(tmp, "dist", "index.mjs") };
+	if (!contexts) return { result: await esbuild.build(opts), base: tmp };
+	let kept = contexts.get(appDir);
+	if (kept && kept.entry !== appEntryPath) {
+		contexts.delete(appDir);
+		await kept.ctx.dispose();
+		kept = undefined;
+	}
+	if (!kept) {
+		if (contexts.size >= SERVE_CONTEXTS_MAX) {
+			const [oldest, old] = contexts.entries().next().value;
+			contexts.delete(oldest);
+			await old.ctx.dispose();
+		}
+		kept = { entry: appEntryPath, base: tmp, ctx: await esbuild.context(opts) };
+		contexts.set(appDir, kept);
+	}
+	try {
+		return { result: await kept.ctx.rebuild(), base: kept.base };
+	} catch (err) {
+		// The next request starts from a fresh context, whatever state this one is in.
+		contexts.delete(appDir);
+		await kept.ctx.dispose();
+		throw err;
+	}
+}
+
+async function bundleNode(appDir, tmp, appEntryPath, manifestFiles, contexts) {
 	const esbuild = await loadEsbuild();
-	const opts = esbuildOptions(appDir);
 	const files = {};
 	try {
 		// Side by side: esbuild's service builds both at once, on every core.
-		const [app, rt] = await Promise.all([
-			esbuild.build({ ...opts, entryPoints: [appEntryPath], outfile: join(tmp, "dist", "index.mjs") }),
+		const [{ result: app, base }, rt] = await Promise.all([
+			buildApp(esbuild, appDir, tmp, appEntryPath, contexts),
 			runtimeBundle(esbuild),
 		]);
-		for (const f of app.outputFiles) files[relative(tmp, f.path)] = Buffer.from(f.contents);
+		for (const f of app.outputFiles) files[relative(base, f.path)] = Buffer.from(f.contents);
 		Object.assign(files, rt);
 	} catch (err) {
 		throw esbuildFailure(err, appDir);
@@ -495,7 +531,7 @@ function isPreviousBundle(dir) {
  * Bundle `appDir` into `outDir` (replaced as a whole).
  * @returns {Promise<{runtime: "node"|"python", files: string[], digest: string}>}
  */
-export async function bundleApp(appDirArg, outDirArg) {
+export async function bundleApp(appDirArg, outDirArg, contexts = null) {
 	const appDir = resolve(appDirArg);
 	const outDir = resolve(outDirArg);
 	if (!existsSync(appDir) || !statSync(appDir).isDirectory()) throw new BundleError(`${appDir} is not a directory`);
@@ -511,7 +547,7 @@ export async function bundleApp(appDirArg, outDirArg) {
 		const files =
 			manifest.runtime === "python"
 				? collectPython(appDir, [outDir, tmp])
-				: await bundleNode(appDir, tmp, appEntry(appDir), manifestFiles);
+				: await bundleNode(appDir, tmp, appEntry(appDir), manifestFiles, contexts);
 		const epoch = Number(process.env.SOURCE_DATE_EPOCH);
 		const mtime = Number.isFinite(epoch) && epoch >= 0 ? epoch : 0;
 		const result = writeShare(tmp, files, mtime);
@@ -539,10 +575,47 @@ export async function writeRuntime(outDirArg) {
 	return writeShare(outDir, files, Number.isFinite(epoch) && epoch >= 0 ? epoch : 0);
 }
 
-const USAGE = "usage: node bundle.mjs <appDir> <outDir> | node bundle.mjs --runtime <outDir>";
+const USAGE = "usage: node bundle.mjs <appDir> <outDir> | node bundle.mjs --runtime <outDir> | node bundle.mjs --serve";
+
+/** What the one-shot form prints for bundling `app` into `out`, as an object. */
+async function bundleVerdict(app, out, contexts) {
+	const t0 = Date.now();
+	try {
+		const r = await bundleApp(app, out, contexts);
+		return { ok: true, runtime: r.runtime, files: r.files, digest: r.digest, ms: Date.now() - t0 };
+	} catch (err) {
+		return { ok: false, error: err instanceof Error ? err.message : String(err) };
+	}
+}
+
+/**
+ * --serve: bundle app after app for `berth dev`, which keeps this process between
+ * reloads: one request per line on stdin ({"app": <appDir>, "out": <outDir>}), one
+ * verdict per line on stdout, the line the one-shot form prints. Node, the manifest's
+ * parser and esbuild are loaded once, and each app's esbuild context is kept for its next
+ * build. Ends with stdin.
+ */
+async function serve() {
+	const contexts = new Map();
+	const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+	for await (const line of lines) {
+		let req = null;
+		try {
+			req = line.length <= SERVE_LINE_MAX ? JSON.parse(line) : null;
+		} catch {}
+		const verdict =
+			typeof req?.app === "string" && typeof req?.out === "string"
+				? await bundleVerdict(req.app, req.out, contexts)
+				: { ok: false, error: 'a request is one line of {"app": <appDir>, "out": <outDir>}' };
+		process.stdout.write(JSON.stringify(verdict) + "\n");
+	}
+	for (const { ctx } of contexts.values()) await ctx.dispose();
+	return 0;
+}
 
 async function cli(argv) {
 	const t0 = Date.now();
+	if (argv.length === 1 && argv[0] === "--serve") return serve();
 	if (argv.length !== 2) {
 		process.stderr.write(`${USAGE}\n`);
 		process.stdout.write(JSON.stringify({ ok: false, error: USAGE }) + "\n");
@@ -554,9 +627,9 @@ async function cli(argv) {
 			process.stdout.write(JSON.stringify({ ok: true, runtime: "node", files: r.files, digest: r.digest, ms: Date.now() - t0 }) + "\n");
 			return 0;
 		}
-		const r = await bundleApp(argv[0], argv[1]);
-		process.stdout.write(JSON.stringify({ ok: true, runtime: r.runtime, files: r.files, digest: r.digest, ms: Date.now() - t0 }) + "\n");
-		return 0;
+		const verdict = await bundleVerdict(argv[0], argv[1], null);
+		process.stdout.write(JSON.stringify(verdict) + "\n");
+		return verdict.ok ? 0 : 1;
 	} catch (err) {
 		process.stdout.write(JSON.stringify({ ok: false, error: err instanceof Error ? err.message : String(err) }) + "\n");
 		return 1;

@@ -667,6 +667,8 @@ int cmd_dev(int argc, char **argv)
 		dev_done(&d);
 		return 1;
 	}
+	/* Every saved change is bundled again: a bundler kept running does it sooner. */
+	bundle_keep_bundler();
 	if (vm_launch_bundle(&d.l, err, sizeof(err)) < 0) {
 		_cleanup_free_ char *shown =
 			term_text_dup(err, TERM_TEXT_LOG_LINE | TERM_TEXT_NEWLINE);

@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -88,13 +92,28 @@ static int find_tools(const char *app_dir, char **ret_node, char **ret_bundler, 
 	return 0;
 }
 
+/* The bundler's verdict @line (its last line of output): 0 when it says ok and the bundler
+ * ended well (@ended_ok), else -EIO with its message in @err. */
+static int take_verdict(const char *line, bool ended_ok, char *err, size_t errlen)
+{
+	_cleanup_(json_decrefp) json_t *verdict = json_loads(line, 0, NULL);
+	const char *msg;
+
+	if (ended_ok && json_is_true(json_object_get(verdict, "ok")))
+		return 0;
+	msg = json_string_value(json_object_get(verdict, "error"));
+	snprintf(err, errlen, "%s",
+		 msg ? msg
+		     : "the bundler failed (run it by hand: node sdk/node/bundle.mjs APP_DIR OUT_DIR)");
+	return -EIO;
+}
+
 /* Run the bundler; its last line of output is a JSON verdict. Only Berth's own bundler and
  * the host's node run here: the bundler takes its tools from Berth's checkout alone. */
 static int run_bundler(const char *node, const char *bundler, const char *app_dir,
 		       const char *out_dir, char *err, size_t errlen)
 {
 	_cleanup_free_ char *out = NULL;
-	_cleanup_(json_decrefp) json_t *verdict = NULL;
 	char *last;
 	int status, r;
 
@@ -111,18 +130,140 @@ static int run_bundler(const char *node, const char *bundler, const char *app_di
 	while (*out && out[strlen(out) - 1] == '\n')
 		out[strlen(out) - 1] = '\0';
 	last = strrchr(out, '\n');
-	verdict = json_loads(last ? last + 1 : out, 0, NULL);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-	    !json_is_true(json_object_get(verdict, "ok"))) {
-		const char *msg = json_string_value(json_object_get(verdict, "error"));
+	return take_verdict(last ? last + 1 : out, WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			    err, errlen);
+}
 
-		snprintf(
-			err, errlen, "%s",
-			msg ? msg
-			    : "the bundler failed (run it by hand: node sdk/node/bundle.mjs APP_DIR OUT_DIR)");
-		return -EIO;
+/*
+ * berth dev's bundler, kept running between its builds (bundle_keep_bundler()): the
+ * bundler's --serve form, one request line in and one verdict line out, which spares each
+ * build Node's start, the bundler's own loading and, with esbuild's context kept, parsing
+ * what did not change.
+ */
+static struct {
+	bool wanted;
+	int pidfd; /* -EBADF: none running */
+	int fd;	   /* its stdin and stdout */
+	char *node, *bundler;
+} kept = {.pidfd = -EBADF, .fd = -EBADF};
+
+void bundle_keep_bundler(void)
+{
+	kept.wanted = true;
+}
+
+static void kept_stop(void)
+{
+	siginfo_t si;
+
+	if (kept.pidfd >= 0) {
+		(void)pidfd_send_signal(kept.pidfd, SIGKILL, NULL, 0);
+		while (waitid(P_PIDFD, kept.pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
 	}
+	kept.pidfd = safe_close(kept.pidfd);
+	kept.fd = safe_close(kept.fd);
+	free(kept.node);
+	free(kept.bundler);
+	kept.node = kept.bundler = NULL;
+}
+
+static int kept_start(const char *node, const char *bundler)
+{
+	char *argv[] = {(char *)node, (char *)bundler, "--serve", NULL};
+	int r;
+
+	kept.node = strdup(node);
+	kept.bundler = strdup(bundler);
+	if (!kept.node || !kept.bundler) {
+		kept_stop();
+		return -ENOMEM;
+	}
+	r = spawn_socket(argv, &kept.pidfd, &kept.fd);
+	if (r < 0)
+		kept_stop();
+	return r;
+}
+
+/* Send one request and read its one line of answer by @deadline, into a malloc()ed
+ * string. -ETIME after the deadline, -EPROTO for an answer that is not one line. */
+static int kept_ask(const char *request, int64_t deadline, char **ret_line)
+{
+	_cleanup_free_ char *buf = malloc(BUNDLER_OUTPUT_MAX + 1);
+	size_t len = 0, sent = 0, want = strlen(request);
+	char *nl = NULL;
+
+	if (!buf)
+		return -ENOMEM;
+	while (sent < want) {
+		ssize_t n = send(kept.fd, request + sent, want - sent, MSG_NOSIGNAL);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		sent += n > 0 ? (size_t)n : 0;
+	}
+	while (!nl) {
+		struct pollfd p = {.fd = kept.fd, .events = POLLIN};
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return -ETIME;
+		if (poll(&p, 1, (int)MIN(left, (int64_t)INT32_MAX)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (len == BUNDLER_OUTPUT_MAX)
+			return -EPROTO;
+		n = recv(kept.fd, buf + len, BUNDLER_OUTPUT_MAX - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		len += (size_t)n;
+		buf[len] = '\0';
+		nl = memchr(buf, '\n', len);
+	}
+	/* One request, one line: anything after it is not an answer to anything. */
+	if ((size_t)(nl - buf) + 1 != len)
+		return -EPROTO;
+	*nl = '\0';
+	*ret_line = TAKE_PTR(buf);
 	return 0;
+}
+
+/* The kept bundler's build of @app_dir into @out_dir; a bundler that cannot be started or
+ * that fails to answer is dropped and this build runs the one-shot way. */
+static int run_kept_bundler(const char *node, const char *bundler, const char *app_dir,
+			    const char *out_dir, char *err, size_t errlen)
+{
+	_cleanup_(json_decrefp) json_t *req = json_pack("{s:s, s:s}", "app", app_dir, "out", out_dir);
+	_cleanup_free_ char *text = req ? json_dumps(req, JSON_COMPACT) : NULL, *line = NULL,
+			    *request = NULL;
+	int r;
+
+	if (!text || asprintf(&request, "%s\n", text) < 0)
+		return -ENOMEM;
+	if (kept.pidfd >= 0 && (!streq(kept.node, node) || !streq(kept.bundler, bundler)))
+		kept_stop();
+	if (kept.pidfd < 0 && kept_start(node, bundler) < 0)
+		return run_bundler(node, bundler, app_dir, out_dir, err, errlen);
+	r = kept_ask(request, now_ms() + BUNDLER_TIMEOUT_MS, &line);
+	if (r == -ETIME) {
+		kept_stop();
+		snprintf(err, errlen, "the bundler did not finish: %s", strerror(ETIME));
+		return r;
+	}
+	if (r < 0) {
+		kept_stop();
+		return run_bundler(node, bundler, app_dir, out_dir, err, errlen);
+	}
+	return take_verdict(line, true, err, errlen);
 }
 
 /*
@@ -225,7 +366,8 @@ int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, si
 		snprintf(err, errlen, "cannot create %s: %s", work, strerror(-r));
 		return r;
 	}
-	r = run_bundler(node, bundler, app_dir, tmp_share, err, errlen);
+	r = kept.wanted ? run_kept_bundler(node, bundler, app_dir, tmp_share, err, errlen)
+			: run_bundler(node, bundler, app_dir, tmp_share, err, errlen);
 	if (r >= 0)
 		r = share_digest(tmp_share, &d, err, errlen);
 	if (r < 0) {

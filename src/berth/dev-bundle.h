@@ -20,3 +20,11 @@ typedef struct Bundle {
  * @err. */
 int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, size_t errlen);
 void bundle_done(Bundle *b);
+
+/*
+ * bundle_keep_bundler() - from now on, keep the bundler running between bundle_app()
+ * calls (its --serve form), for berth dev, which builds app after app. It ends with this
+ * process: the end of its requests is its end. A kept bundler that fails is dropped and
+ * that build runs the one-shot way.
+ */
+void bundle_keep_bundler(void);

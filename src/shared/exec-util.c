@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,7 +62,9 @@ int find_executable_in_path_if(const char *name, executable_accept_t accept, voi
 	return -ENOENT;
 }
 
-static _noreturn_ void exec_child(char *const argv[], int out_fd, bool with_stderr)
+/* In the forked child: stdin from @in_fd (/dev/null when < 0), stdout to @out_fd, stderr
+ * there too or to /dev/null; then @argv. */
+static _noreturn_ void exec_child(char *const argv[], int in_fd, int out_fd, bool with_stderr)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	sigset_t none;
@@ -71,7 +74,8 @@ static _noreturn_ void exec_child(char *const argv[], int out_fd, bool with_stde
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+	if (null < 0 || dup2(in_fd >= 0 ? in_fd : null, STDIN_FILENO) < 0 ||
+	    dup2(out_fd, STDOUT_FILENO) < 0 ||
 	    dup2(with_stderr ? out_fd : null, STDERR_FILENO) < 0)
 		_exit(127);
 	execv(argv[0], argv);
@@ -181,7 +185,7 @@ int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret
 	if (pid < 0)
 		return pid;
 	if (pid == 0)
-		exec_child(argv, fd, with_stderr);
+		exec_child(argv, -EBADF, fd, with_stderr);
 	pidfd = pidfd_open(pid, 0);
 	if (pidfd < 0) { /* our own unreaped child: its pid cannot have been reused */
 		int r = -errno;
@@ -193,6 +197,35 @@ int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret
 	}
 	*ret_pidfd = pidfd;
 	*ret_fd = fd;
+	return 0;
+}
+
+int spawn_socket(char *const argv[], int *ret_pidfd, int *ret_fd)
+{
+	int sv[2], pidfd, r;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0)
+		exec_child(argv, sv[1], sv[1], false);
+	r = -errno;
+	safe_close(sv[1]);
+	if (pid < 0) {
+		safe_close(sv[0]);
+		return r;
+	}
+	pidfd = pidfd_open(pid, 0);
+	if (pidfd < 0) { /* our own unreaped child: its pid cannot have been reused */
+		r = -errno;
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0);
+		safe_close(sv[0]);
+		return r;
+	}
+	*ret_pidfd = pidfd;
+	*ret_fd = sv[0];
 	return 0;
 }
 

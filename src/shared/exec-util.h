@@ -54,6 +54,15 @@ typedef struct RunCapture {
 int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret_fd);
 
 /*
+ * spawn_socket() - start @argv with its stdin and stdout on one end of a socket pair, for a
+ * child that answers requests for as long as the caller keeps it: *@ret_fd is the other
+ * end (a socket, so that writing to a child that died is an error to handle with
+ * MSG_NOSIGNAL, not a SIGPIPE); stderr on /dev/null. *@ret_pidfd names the child, to
+ * signal and reap it by. Returns 0 or -errno.
+ */
+int spawn_socket(char *const argv[], int *ret_pidfd, int *ret_fd);
+
+/*
  * run_capture_opts() - run_capture() with @o. After a timeout or a cancel *@ret_out
  * (when not NULL) still holds what the child printed until then; otherwise as above.
  */

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 27
+plan 30
 trap 'kill -INT $dev_pid 2>/dev/null; sleep 1; kill -9 $dev_pid 2>/dev/null; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 json_get() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[int(k) if k.isdigit() else k] for k in sys.argv[2:]]; print(v)' "$@"; }
 rpc() { "$berth" rpc filesystem "$@" 2>&1; }
@@ -106,8 +106,14 @@ check "a version that throws is reported" \
 check "with its error in the log" grep -q 'Error: broken on purpose' "$log"
 check "and the VM stays up, on the same boot" \
 	test "$(json_get "$vmjson" state)" = running -a "$(json_get "$vmjson" bootId)" = "$boot"
+# berth dev keeps its bundler between builds (sdk/node/bundle.mjs --serve); one that dies
+# costs the next build its speed, not the build.
+bundler_pid=$(pgrep -P "$dev_pid" -f 'bundle\.mjs --serve' | head -1)
+check "berth dev keeps one bundler for its builds" \
+	test -n "$bundler_pid" -a "$(pgrep -P "$dev_pid" -f 'bundle\.mjs --serve' | wc -l)" = 1
+kill -9 "$bundler_pid" 2>/dev/null
 sed -i '$d' "$app/src/index.ts"
-check "the fixed version reloads in place again" reloads 2
+check "the fixed version reloads in place again, with its kept bundler killed" reloads 2
 check "and answers" sh -c "'$berth' rpc filesystem --export reload_marker | grep -q 'second version'"
 
 # --- what needs a new VM -----------------------------------------------------------------
@@ -129,8 +135,19 @@ check "changed secrets restart the VM too" \
 	grep -q '^\[berth:dev\] the secrets it declares changed; rebooting the VM with the new bundle\.\.\.$' "$log"
 
 # --- the attestation names the share the app ran last -------------------------------------
+bundler_pid=$(pgrep -P "$dev_pid" -f 'bundle\.mjs --serve' | head -1)
+check "a bundler runs again for the builds that followed" test -n "$bundler_pid"
 kill -INT "$dev_pid"
 wait "$dev_pid" 2>/dev/null
+gone() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.2
+	done
+	return 1
+}
+check "and it ends with berth dev" gone "$bundler_pid"
 "$berth" attest "$boot" >"$BERTH_HOME/attest.json" 2>"$BERTH_HOME/attest.err"
 check "the first boot's attestation names the reloaded share and counts the reloads" python3 -c '
 import json,sys; a=json.load(open(sys.argv[1]))["boot"]["isolation"]["apps"][0]

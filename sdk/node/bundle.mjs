@@ -597,6 +597,9 @@ async function bundleVerdict(app, out, contexts) {
  */
 async function serve() {
 	const contexts = new Map();
+	// What every build needs, loaded before the first request: esbuild with its service
+	// started, and the manifest's parser. A failure here is the first request's to report.
+	await Promise.allSettled([loadEsbuild().then((esbuild) => esbuild.transform("")), loadManifestModule(), import("./src/manifest-copy.mjs")]);
 	const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 	for await (const line of lines) {
 		let req = null;

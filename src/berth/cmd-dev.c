@@ -621,6 +621,8 @@ static void on_first_boot(VmLaunch *l, int r, void *userdata)
 	       l->boot_ms, l->boot_id, json_integer_value(json_object_get(vm, "pid")));
 	say("run dir %s; call it with `berth rpc %s --export <name>`", l->run_dir, l->name);
 	fflush(stdout);
+	/* An unchanged app was not bundled: the bundler for its first change starts now. */
+	bundle_start_bundler(l->app_dir);
 	print_published(d);
 	r = ev_add_time_relative(d->loop, &d->reattach, EV_USEC_INFINITY, on_reattach, d);
 	if (r >= 0)

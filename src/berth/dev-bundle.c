@@ -102,9 +102,10 @@ static int take_verdict(const char *line, bool ended_ok, char *err, size_t errle
 	if (ended_ok && json_is_true(json_object_get(verdict, "ok")))
 		return 0;
 	msg = json_string_value(json_object_get(verdict, "error"));
-	snprintf(err, errlen, "%s",
-		 msg ? msg
-		     : "the bundler failed (run it by hand: node sdk/node/bundle.mjs APP_DIR OUT_DIR)");
+	snprintf(
+		err, errlen, "%s",
+		msg ? msg
+		    : "the bundler failed (run it by hand: node sdk/node/bundle.mjs APP_DIR OUT_DIR)");
 	return -EIO;
 }
 
@@ -242,7 +243,8 @@ static int kept_ask(const char *request, int64_t deadline, char **ret_line)
 static int run_kept_bundler(const char *node, const char *bundler, const char *app_dir,
 			    const char *out_dir, char *err, size_t errlen)
 {
-	_cleanup_(json_decrefp) json_t *req = json_pack("{s:s, s:s}", "app", app_dir, "out", out_dir);
+	_cleanup_(json_decrefp) json_t *req =
+		json_pack("{s:s, s:s}", "app", app_dir, "out", out_dir);
 	_cleanup_free_ char *text = req ? json_dumps(req, JSON_COMPACT) : NULL, *line = NULL,
 			    *request = NULL;
 	int r;
@@ -331,6 +333,16 @@ static void stamp_record(const char *base, const char *stamp, const char *digest
 	/* Only a speed-up: a failure here costs the next start a bundler run. */
 	if (mkdir_p(dir, 0700) >= 0)
 		(void)write_file_atomic(path, digest, strlen(digest), 0600);
+}
+
+void bundle_start_bundler(const char *app_dir)
+{
+	_cleanup_free_ char *node = NULL, *bundler = NULL;
+	char err[256];
+
+	if (kept.wanted && kept.pidfd < 0 &&
+	    find_tools(app_dir, &node, &bundler, err, sizeof(err)) >= 0)
+		(void)kept_start(node, bundler);
 }
 
 int bundle_app(const char *app_dir, const char *name, Bundle *ret, char *err, size_t errlen)

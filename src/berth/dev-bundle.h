@@ -28,3 +28,7 @@ void bundle_done(Bundle *b);
  * that build runs the one-shot way.
  */
 void bundle_keep_bundler(void);
+
+/* bundle_start_bundler() - start the kept bundler now if none runs, so that it has loaded
+ * what it needs before the next build of @app_dir asks for it (best effort). */
+void bundle_start_bundler(const char *app_dir);

@@ -75,8 +75,7 @@ static _noreturn_ void exec_child(char *const argv[], int in_fd, int out_fd, boo
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 
 	if (null < 0 || dup2(in_fd >= 0 ? in_fd : null, STDIN_FILENO) < 0 ||
-	    dup2(out_fd, STDOUT_FILENO) < 0 ||
-	    dup2(with_stderr ? out_fd : null, STDERR_FILENO) < 0)
+	    dup2(out_fd, STDOUT_FILENO) < 0 || dup2(with_stderr ? out_fd : null, STDERR_FILENO) < 0)
 		_exit(127);
 	execv(argv[0], argv);
 	_exit(127);

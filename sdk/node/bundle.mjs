@@ -588,20 +588,37 @@ async function bundleVerdict(app, out, contexts) {
 	}
 }
 
+/** Where the bundler's own code stands: this file, the SDK's modules it loads, and the
+ * packages npm installed for Berth (their lockfile), by size and modification time. */
+function ownCodeStamp() {
+	const files = [fileURLToPath(import.meta.url), ...berthNodeModules().map((d) => join(d, ".package-lock.json"))];
+	try {
+		for (const name of readdirSync(join(SDK_DIR, "src")).sort()) files.push(join(SDK_DIR, "src", name));
+	} catch {}
+	return files.map((f) => {
+		const st = statSync(f, { throwIfNoEntry: false });
+		return st ? `${f}:${st.size}:${st.mtimeMs}` : `${f}:-`;
+	}).join("\n");
+}
+
 /**
  * --serve: bundle app after app for `berth dev`, which keeps this process between
  * reloads: one request per line on stdin ({"app": <appDir>, "out": <outDir>}), one
  * verdict per line on stdout, the line the one-shot form prints. Node, the manifest's
  * parser and esbuild are loaded once, and each app's esbuild context is kept for its next
- * build. Ends with stdin.
+ * build. Ends with stdin, and before answering once its own code changed on the disk.
  */
 async function serve() {
 	const contexts = new Map();
+	const code = ownCodeStamp();
 	// What every build needs, loaded before the first request: esbuild with its service
 	// started, and the manifest's parser. A failure here is the first request's to report.
 	await Promise.allSettled([loadEsbuild().then((esbuild) => esbuild.transform("")), loadManifestModule(), import("./src/manifest-copy.mjs")]);
 	const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 	for await (const line of lines) {
+		// Bundles made by code that is no longer on the disk would not be the ones a fresh
+		// bundler makes: end, unanswered, and berth dev runs the new code.
+		if (ownCodeStamp() !== code) process.exit(0);
 		let req = null;
 		try {
 			req = line.length <= SERVE_LINE_MAX ? JSON.parse(line) : null;

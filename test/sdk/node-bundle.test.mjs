@@ -2,11 +2,12 @@
 // sdk/node/bundle.mjs: the CLI contract, deterministic output, native addon refusal and
 // the Python share rules (SPEC §12.3).
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
-	cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync,
+	cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync,
 } from "node:fs";
+import { createInterface } from "node:readline";
 import { join, relative } from "node:path";
 import { test } from "node:test";
 import { FIXTURES, ROOT, SDK, tempDir } from "./helpers.mjs";
@@ -117,6 +118,82 @@ test("deterministic: the same app gives the same bytes, modes and times", () => 
 	cpSync(join(ROOT, "apps", "filesystem"), copy, { recursive: true });
 	writeFileSync(join(copy, "src", "index.ts"), readFileSync(join(copy, "src", "index.ts"), "utf8") + "\nexport const extra = 1;\n");
 	assert.notEqual(runBundler(copy, join(work, "fs-copy-out")).verdict.digest, ra.verdict.digest);
+});
+
+/** `bundle.mjs --serve` as berth dev runs it: ask() sends one line and resolves to the
+ * verdict line it answers with, or null once the bundler has closed its output. */
+function serveSession(bundler = BUNDLER) {
+	const child = spawn(process.execPath, [bundler, "--serve"], { stdio: ["pipe", "pipe", "ignore"] });
+	const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+	const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+	return {
+		async ask(request) {
+			child.stdin.write((typeof request === "string" ? request : JSON.stringify(request)) + "\n");
+			const { value, done } = await lines.next();
+			return done ? null : JSON.parse(value);
+		},
+		end() {
+			child.stdin.end();
+			return exited;
+		},
+		kill: () => child.kill("SIGKILL"),
+	};
+}
+
+test("--serve: a verdict per request line, the bundles a one-shot run makes, edits rebuilt", async () => {
+	const app = join(work, "serve-app");
+	cpSync(join(ROOT, "apps", "filesystem"), app, { recursive: true });
+	const s = serveSession();
+	try {
+		const first = await s.ask({ app, out: join(work, "serve-1") });
+		assert.equal(first.ok, true, JSON.stringify(first));
+		const oneShot = runBundler(app, join(work, "serve-os-1"));
+		assert.equal(first.digest, oneShot.verdict.digest);
+		assert.deepEqual(tree(join(work, "serve-1")), tree(join(work, "serve-os-1")));
+		// The kept esbuild context sees the edit; the result is again a one-shot run's.
+		writeFileSync(join(app, "src", "index.ts"), readFileSync(join(app, "src", "index.ts"), "utf8") + "\nexport const extra = 1;\n");
+		const second = await s.ask({ app, out: join(work, "serve-2") });
+		assert.equal(second.ok, true, JSON.stringify(second));
+		assert.notEqual(second.digest, first.digest);
+		assert.equal(second.digest, runBundler(app, join(work, "serve-os-2")).verdict.digest);
+		// A line that is not a request, and a failing build, are answered; serving goes on.
+		for (const bad of ["not json", JSON.stringify({ app: 1 }), "x".repeat(70 * 1024)]) {
+			const v = await s.ask(bad);
+			assert.equal(v.ok, false);
+			assert.match(v.error, /^a request is one line of/);
+		}
+		const missing = await s.ask({ app: join(work, "no-such-app"), out: join(work, "serve-x") });
+		assert.deepEqual(missing, { ok: false, error: `${join(work, "no-such-app")} is not a directory` });
+		const python = await s.ask({ app: join(ROOT, "apps", "hello-world-py"), out: join(work, "serve-py") });
+		assert.equal(python.ok, true, JSON.stringify(python));
+		assert.equal(python.runtime, "python");
+		assert.equal(await s.end(), 0, "it ends with its input");
+	} finally {
+		s.kill();
+	}
+});
+
+test("--serve ends, unanswered, once its own code changed on the disk", async () => {
+	// A Berth checkout of its own, whose SDK this test may touch.
+	const berth = join(work, "serve-berth");
+	mkdirSync(join(berth, "sdk", "node"), { recursive: true });
+	writeFileSync(join(berth, "package.json"), JSON.stringify({ name: "berth", private: true }));
+	for (const f of ["package.json", "runtime.mjs", "index.d.ts", "src", "bundle.mjs"]) cpSync(join(SDK, f), join(berth, "sdk", "node", f), { recursive: true });
+	for (const f of ["context_bus.proto", "capability-model.json"]) cpSync(join(ROOT, "sdk", f), join(berth, "sdk", f));
+	cpSync(join(ROOT, "node_modules", "yaml"), join(berth, "node_modules", "yaml"), { recursive: true });
+	const s = serveSession(join(berth, "sdk", "node", "bundle.mjs"));
+	try {
+		const app = join(ROOT, "apps", "hello-world-py");
+		const before = await s.ask({ app, out: join(work, "serve-code-1") });
+		assert.equal(before.ok, true, JSON.stringify(before));
+		const later = new Date(Date.now() + 60000);
+		utimesSync(join(berth, "sdk", "node", "src", "manifest.mjs"), later, later);
+		assert.equal(await s.ask({ app, out: join(work, "serve-code-2") }), null, "no answer from stale code");
+		assert.equal(await s.end(), 0);
+		assert.ok(!existsSync(join(work, "serve-code-2")), "nothing written");
+	} finally {
+		s.kill();
+	}
 });
 
 test("native .node addons are refused, naming the file", () => {

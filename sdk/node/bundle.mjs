@@ -190,8 +190,10 @@ const isBare = (spec) => !/^(\.\.?(\/|$)|\/|#|[a-z][a-z0-9+.-]*:)/i.test(spec);
  * esbuild plugin, the share's boundary: every module and every file an import pulls in
  * (whatever its loader: js, json, text, bytes, css, …) is checked on its real path, which
  * must lie inside the app or inside Berth's SDK and node_modules; Berth's own modules may
- * reach only Berth's. @berthos/sdk is always Berth's copy, never one in the app's
- * node_modules, and .node addons are refused.
+ * reach only Berth's, except that a package's relative imports among its own files are
+ * left to esbuild and only the file check holds for them (the app cannot steer those).
+ * @berthos/sdk is always Berth's copy, never one in the app's node_modules, and .node
+ * addons are refused.
  */
 function berthPlugin(appDir) {
 	const app = realpathSync(appDir);
@@ -406,6 +408,11 @@ async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts) {
 	const opts = { ...esbuildOptions(appDir), entryPoints: [appEntryPath], outfile: join(tmp, "dist", "index.mjs") };
 	if (!contexts) return { result: await esbuild.build(opts), base: tmp };
 	let kept = contexts.get(appDir);
+	if (kept) {
+		// Most recently used last: the first is the one to let go of.
+		contexts.delete(appDir);
+		contexts.set(appDir, kept);
+	}
 	if (kept && kept.entry !== appEntryPath) {
 		contexts.delete(appDir);
 		await kept.ctx.dispose();
@@ -423,9 +430,12 @@ async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts) {
 	try {
 		return { result: await kept.ctx.rebuild(), base: kept.base };
 	} catch (err) {
-		// The next request starts from a fresh context, whatever state this one is in.
-		contexts.delete(appDir);
-		await kept.ctx.dispose();
+		// Errors in the app's code leave the context as sound as a success does (the next
+		// save, with the fix, rebuilds on it); anything else starts the next from scratch.
+		if (!Array.isArray(err?.errors)) {
+			contexts.delete(appDir);
+			await kept.ctx.dispose();
+		}
 		throw err;
 	}
 }
@@ -435,10 +445,15 @@ async function bundleNode(appDir, tmp, appEntryPath, manifestFiles, contexts) {
 	const files = {};
 	try {
 		// Side by side: esbuild's service builds both at once, on every core.
-		const [{ result: app, base }, rt] = await Promise.all([
+		// Both settled before either's failure is reported (the app's first): a build of a
+		// kept context must not still run when the next request starts one.
+		const [appBuild, rtBuild] = await Promise.allSettled([
 			buildApp(esbuild, appDir, tmp, appEntryPath, contexts),
 			runtimeBundle(esbuild),
 		]);
+		for (const b of [appBuild, rtBuild]) if (b.status === "rejected") throw b.reason;
+		const { result: app, base } = appBuild.value;
+		const rt = rtBuild.value;
 		for (const f of app.outputFiles) files[relative(base, f.path)] = Buffer.from(f.contents);
 		Object.assign(files, rt);
 	} catch (err) {
@@ -588,10 +603,11 @@ async function bundleVerdict(app, out, contexts) {
 	}
 }
 
-/** Where the bundler's own code stands: this file, the SDK's modules it loads, and the
- * packages npm installed for Berth (their lockfile), by size and modification time. */
+/** Where the bundler's own code stands: this file, the SDK's modules it loads with the
+ * capability model they check manifests against, and the packages npm installed for Berth
+ * (their lockfile), by size and modification time. */
 function ownCodeStamp() {
-	const files = [fileURLToPath(import.meta.url), ...berthNodeModules().map((d) => join(d, ".package-lock.json"))];
+	const files = [fileURLToPath(import.meta.url), CAPABILITY_MODEL, ...berthNodeModules().map((d) => join(d, ".package-lock.json"))];
 	try {
 		for (const name of readdirSync(join(SDK_DIR, "src")).sort()) files.push(join(SDK_DIR, "src", name));
 	} catch {}

@@ -454,6 +454,7 @@ static int on_signal(EvSource *s, const struct signalfd_siginfo *si, void *userd
 
 static void dev_done(Dev *d)
 {
+	bundle_stop_bundler();
 	for (size_t i = 0; i < ELEMENTSOF(d->published); i++)
 		d->published[i] = publish_host_free(d->published[i]);
 	detach_logs(d);

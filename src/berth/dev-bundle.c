@@ -20,6 +20,7 @@
 #include "digest.h"
 #include "exec-util.h"
 #include "fileio.h"
+#include "line-reader.h"
 #include "macros.h"
 #include "paths.h"
 #include "share.h"
@@ -28,6 +29,7 @@
 
 #define BUNDLER_OUTPUT_MAX (1024 * 1024)
 #define BUNDLER_TIMEOUT_MS (5 * 60 * 1000)
+#define BUNDLER_STOP_MS 2000 /* a kept bundler's time to end once it has no more requests */
 
 /* @path is @dir or lies below it (both absolute and without symlinks). */
 static bool path_is_under(const char *path, const char *dir)
@@ -145,6 +147,7 @@ static struct {
 	bool wanted;
 	int pidfd; /* -EBADF: none running */
 	int fd;	   /* its stdin and stdout */
+	LineReader lines;
 	char *node, *bundler;
 } kept = {.pidfd = -EBADF, .fd = -EBADF};
 
@@ -153,20 +156,31 @@ void bundle_keep_bundler(void)
 	kept.wanted = true;
 }
 
-static void kept_stop(void)
+/* Forget the kept bundler, killed and reaped; returns its wait status. */
+static int kept_stop(void)
 {
-	siginfo_t si;
+	int status = kept.pidfd >= 0 ? pidfd_kill_and_reap(kept.pidfd) : 0;
 
-	if (kept.pidfd >= 0) {
-		(void)pidfd_send_signal(kept.pidfd, SIGKILL, NULL, 0);
-		while (waitid(P_PIDFD, kept.pidfd, &si, WEXITED) < 0 && errno == EINTR)
-			;
-	}
 	kept.pidfd = safe_close(kept.pidfd);
 	kept.fd = safe_close(kept.fd);
+	line_reader_done(&kept.lines);
 	free(kept.node);
 	free(kept.bundler);
 	kept.node = kept.bundler = NULL;
+	return status;
+}
+
+void bundle_stop_bundler(void)
+{
+	struct pollfd p = {.fd = kept.pidfd, .events = POLLIN};
+
+	if (kept.pidfd < 0)
+		return;
+	/* The end of its requests is its end; then it has a moment to close esbuild's. */
+	kept.fd = safe_close(kept.fd);
+	while (poll(&p, 1, BUNDLER_STOP_MS) < 0 && errno == EINTR)
+		;
+	(void)kept_stop();
 }
 
 static int kept_start(const char *node, const char *bundler)
@@ -177,95 +191,79 @@ static int kept_start(const char *node, const char *bundler)
 	kept.node = strdup(node);
 	kept.bundler = strdup(bundler);
 	if (!kept.node || !kept.bundler) {
-		kept_stop();
+		(void)kept_stop();
 		return -ENOMEM;
 	}
 	r = spawn_socket(argv, &kept.pidfd, &kept.fd);
-	if (r < 0)
-		kept_stop();
-	return r;
+	if (r < 0) {
+		(void)kept_stop();
+		return r;
+	}
+	line_reader_init(&kept.lines, kept.fd, BUNDLER_OUTPUT_MAX);
+	return 0;
 }
 
-/* Send one request and read its one line of answer by @deadline, into a malloc()ed
- * string. -ETIME after the deadline, -EPROTO for an answer that is not one line. */
+/* Between requests the kept bundler says nothing: output now, or its end, means it cannot
+ * be asked (whatever it said would be taken for the next answer). */
+static bool kept_idle(void)
+{
+	struct pollfd p = {.fd = kept.fd, .events = POLLIN};
+
+	return kept.lines.start == kept.lines.end && poll(&p, 1, 0) == 0;
+}
+
+/* Send one request and read its one line of answer by @deadline: 1 and the line (valid
+ * until the next read), 0 when the bundler ended first, -ETIME, or -errno. */
 static int kept_ask(const char *request, int64_t deadline, char **ret_line)
 {
-	_cleanup_free_ char *buf = malloc(BUNDLER_OUTPUT_MAX + 1);
-	size_t len = 0, sent = 0, want = strlen(request);
-	char *nl = NULL;
+	size_t sent = 0, want = strlen(request);
+	int64_t left;
 
-	if (!buf)
-		return -ENOMEM;
 	while (sent < want) {
 		ssize_t n = send(kept.fd, request + sent, want - sent, MSG_NOSIGNAL);
 
 		if (n < 0 && errno != EINTR)
-			return -errno;
+			return errno == EPIPE || errno == ECONNRESET ? 0 : -errno;
 		sent += n > 0 ? (size_t)n : 0;
 	}
-	while (!nl) {
-		struct pollfd p = {.fd = kept.fd, .events = POLLIN};
-		int64_t left = deadline - now_ms();
-		ssize_t n;
-
-		if (left <= 0)
-			return -ETIME;
-		if (poll(&p, 1, (int)MIN(left, (int64_t)INT32_MAX)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		if (len == BUNDLER_OUTPUT_MAX)
-			return -EPROTO;
-		n = recv(kept.fd, buf + len, BUNDLER_OUTPUT_MAX - len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		len += (size_t)n;
-		buf[len] = '\0';
-		nl = memchr(buf, '\n', len);
-	}
-	/* One request, one line: anything after it is not an answer to anything. */
-	if ((size_t)(nl - buf) + 1 != len)
-		return -EPROTO;
-	*nl = '\0';
-	*ret_line = TAKE_PTR(buf);
-	return 0;
+	left = deadline - now_ms();
+	if (left <= 0)
+		return -ETIME;
+	return line_reader_next(&kept.lines, (int)MIN(left, (int64_t)INT32_MAX), ret_line, NULL);
 }
 
-/* The kept bundler's build of @app_dir into @out_dir; a bundler that cannot be started or
- * that fails to answer is dropped and this build runs the one-shot way. */
+/*
+ * The kept bundler's build of @app_dir into @out_dir. One that is gone before the request
+ * is started again; one that ends by itself without an answer (its own code changed on
+ * the disk) leaves this build to the one-shot way. One killed meanwhile (Ctrl-C reaches
+ * it too) fails the build, as a one-shot bundler's death would.
+ */
 static int run_kept_bundler(const char *node, const char *bundler, const char *app_dir,
 			    const char *out_dir, char *err, size_t errlen)
 {
 	_cleanup_(json_decrefp) json_t *req =
 		json_pack("{s:s, s:s}", "app", app_dir, "out", out_dir);
-	_cleanup_free_ char *text = req ? json_dumps(req, JSON_COMPACT) : NULL, *line = NULL,
-			    *request = NULL;
-	int r;
+	_cleanup_free_ char *text = req ? json_dumps(req, JSON_COMPACT) : NULL, *request = NULL;
+	char *line = NULL;
+	int status, r;
 
 	if (!text || asprintf(&request, "%s\n", text) < 0)
 		return -ENOMEM;
-	if (kept.pidfd >= 0 && (!streq(kept.node, node) || !streq(kept.bundler, bundler)))
-		kept_stop();
+	if (kept.pidfd >= 0 &&
+	    (!streq(kept.node, node) || !streq(kept.bundler, bundler) || !kept_idle()))
+		(void)kept_stop();
 	if (kept.pidfd < 0 && kept_start(node, bundler) < 0)
 		return run_bundler(node, bundler, app_dir, out_dir, err, errlen);
 	r = kept_ask(request, now_ms() + BUNDLER_TIMEOUT_MS, &line);
-	if (r == -ETIME) {
-		kept_stop();
-		snprintf(err, errlen, "the bundler did not finish: %s", strerror(ETIME));
-		return r;
-	}
-	if (r < 0) {
-		kept_stop();
+	if (r > 0)
+		return take_verdict(line, true, err, errlen);
+	status = kept_stop();
+	if (r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return run_bundler(node, bundler, app_dir, out_dir, err, errlen);
-	}
-	return take_verdict(line, true, err, errlen);
+	if (r == 0)
+		r = -ECONNRESET;
+	snprintf(err, errlen, "the bundler did not finish: %s", strerror(-r));
+	return r;
 }
 
 /*

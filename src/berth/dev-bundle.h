@@ -23,11 +23,15 @@ void bundle_done(Bundle *b);
 
 /*
  * bundle_keep_bundler() - from now on, keep the bundler running between bundle_app()
- * calls (its --serve form), for berth dev, which builds app after app. It ends with this
- * process: the end of its requests is its end. A kept bundler that fails is dropped and
- * that build runs the one-shot way.
+ * calls (its --serve form), for berth dev, which builds app after app. One found gone is
+ * started again; one that ends by itself (its own code changed) leaves that build to a
+ * one-shot run; a killed one fails the build, as a one-shot bundler would.
  */
 void bundle_keep_bundler(void);
+
+/* bundle_stop_bundler() - end the kept bundler: its input closed, killed after 2 s, reaped.
+ * Without it, it ends with this process, its input closed then. */
+void bundle_stop_bundler(void);
 
 /* bundle_start_bundler() - start the kept bundler now if none runs, so that it has loaded
  * what it needs before the next build of @app_dir asks for it (best effort). */

@@ -77,6 +77,10 @@ static _noreturn_ void exec_child(char *const argv[], int in_fd, int out_fd, boo
 	if (null < 0 || dup2(in_fd >= 0 ? in_fd : null, STDIN_FILENO) < 0 ||
 	    dup2(out_fd, STDOUT_FILENO) < 0 || dup2(with_stderr ? out_fd : null, STDERR_FILENO) < 0)
 		_exit(127);
+	/* dup2() of a descriptor onto itself keeps its close-on-exec flag (a parent started
+	 * with 0 or 1 closed hands those numbers out): clear it, or the program loses it. */
+	for (int i = STDIN_FILENO; i <= STDERR_FILENO; i++)
+		(void)fcntl(i, F_SETFD, 0);
 	execv(argv[0], argv);
 	_exit(127);
 }
@@ -128,7 +132,6 @@ static int read_until(int fd, int cancel_fd, int64_t deadline, char *buf, size_t
 	return 0;
 }
 
-/* Reap @pid by @deadline, or kill it then. */
 /* The wait status of the exited child @si describes, as waitpid() gives it. */
 static int wait_status_of(const siginfo_t *si)
 {
@@ -149,10 +152,7 @@ static int reap_until(int pidfd, int64_t deadline, int *ret_status)
 		*ret_status = wait_status_of(&si);
 		return 0;
 	}
-	(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-	while (waitid(P_PIDFD, pidfd, &si, WEXITED) < 0 && errno == EINTR)
-		;
-	*ret_status = wait_status_of(&si);
+	*ret_status = pidfd_kill_and_reap(pidfd);
 	return -ETIME;
 }
 
@@ -176,6 +176,19 @@ pid_t fork_pipe(int *ret_fd)
 	return pid;
 }
 
+/* A pidfd for our just forked child @pid; when there can be none, the child is killed and
+ * reaped (ours and unreaped: its pid cannot have been reused). */
+static int child_pidfd(pid_t pid)
+{
+	int pidfd = pidfd_open(pid, 0), r = -errno;
+
+	if (pidfd >= 0)
+		return pidfd;
+	(void)kill(pid, SIGKILL);
+	(void)waitpid(pid, NULL, 0);
+	return r;
+}
+
 int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret_fd)
 {
 	int fd = -EBADF, pidfd;
@@ -185,14 +198,10 @@ int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret
 		return pid;
 	if (pid == 0)
 		exec_child(argv, -EBADF, fd, with_stderr);
-	pidfd = pidfd_open(pid, 0);
-	if (pidfd < 0) { /* our own unreaped child: its pid cannot have been reused */
-		int r = -errno;
-
-		(void)kill(pid, SIGKILL);
-		(void)waitpid(pid, NULL, 0);
+	pidfd = child_pidfd(pid);
+	if (pidfd < 0) {
 		safe_close(fd);
-		return r;
+		return pidfd;
 	}
 	*ret_pidfd = pidfd;
 	*ret_fd = fd;
@@ -211,21 +220,24 @@ int spawn_socket(char *const argv[], int *ret_pidfd, int *ret_fd)
 		exec_child(argv, sv[1], sv[1], false);
 	r = -errno;
 	safe_close(sv[1]);
-	if (pid < 0) {
+	pidfd = pid < 0 ? r : child_pidfd(pid);
+	if (pidfd < 0) {
 		safe_close(sv[0]);
-		return r;
-	}
-	pidfd = pidfd_open(pid, 0);
-	if (pidfd < 0) { /* our own unreaped child: its pid cannot have been reused */
-		r = -errno;
-		(void)kill(pid, SIGKILL);
-		(void)waitpid(pid, NULL, 0);
-		safe_close(sv[0]);
-		return r;
+		return pidfd;
 	}
 	*ret_pidfd = pidfd;
 	*ret_fd = sv[0];
 	return 0;
+}
+
+int pidfd_kill_and_reap(int pidfd)
+{
+	siginfo_t si = {};
+
+	(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+	while (waitid(P_PIDFD, pidfd, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	return wait_status_of(&si);
 }
 
 int run_capture(char *const argv[], int timeout_ms, size_t max_bytes, char **ret_out,

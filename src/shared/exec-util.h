@@ -62,6 +62,10 @@ int spawn_capture(char *const argv[], bool with_stderr, int *ret_pidfd, int *ret
  */
 int spawn_socket(char *const argv[], int *ret_pidfd, int *ret_fd);
 
+/* pidfd_kill_and_reap() - SIGKILL the child of @pidfd (if it still runs) and reap it;
+ * returns its wait status, as waitpid() gives it. */
+int pidfd_kill_and_reap(int pidfd);
+
 /*
  * run_capture_opts() - run_capture() with @o. After a timeout or a cancel *@ret_out
  * (when not NULL) still holds what the child printed until then; otherwise as above.

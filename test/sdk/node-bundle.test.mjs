@@ -181,18 +181,21 @@ test("--serve ends, unanswered, once its own code changed on the disk", async ()
 	for (const f of ["package.json", "runtime.mjs", "index.d.ts", "src", "bundle.mjs"]) cpSync(join(SDK, f), join(berth, "sdk", "node", f), { recursive: true });
 	for (const f of ["context_bus.proto", "capability-model.json"]) cpSync(join(ROOT, "sdk", f), join(berth, "sdk", f));
 	cpSync(join(ROOT, "node_modules", "yaml"), join(berth, "node_modules", "yaml"), { recursive: true });
-	const s = serveSession(join(berth, "sdk", "node", "bundle.mjs"));
-	try {
-		const app = join(ROOT, "apps", "hello-world-py");
-		const before = await s.ask({ app, out: join(work, "serve-code-1") });
-		assert.equal(before.ok, true, JSON.stringify(before));
-		const later = new Date(Date.now() + 60000);
-		utimesSync(join(berth, "sdk", "node", "src", "manifest.mjs"), later, later);
-		assert.equal(await s.ask({ app, out: join(work, "serve-code-2") }), null, "no answer from stale code");
-		assert.equal(await s.end(), 0);
-		assert.ok(!existsSync(join(work, "serve-code-2")), "nothing written");
-	} finally {
-		s.kill();
+	const app = join(ROOT, "apps", "hello-world-py");
+	// Its modules, and the capability model they check a berth.yml against.
+	for (const [i, changed] of [join("sdk", "node", "src", "manifest.mjs"), join("sdk", "capability-model.json")].entries()) {
+		const s = serveSession(join(berth, "sdk", "node", "bundle.mjs"));
+		try {
+			const before = await s.ask({ app, out: join(work, `serve-code-${i}-1`) });
+			assert.equal(before.ok, true, JSON.stringify(before));
+			const later = new Date(Date.now() + 60000 * (i + 1));
+			utimesSync(join(berth, changed), later, later);
+			assert.equal(await s.ask({ app, out: join(work, `serve-code-${i}-2`) }), null, `no answer after ${changed} changed`);
+			assert.equal(await s.end(), 0);
+			assert.ok(!existsSync(join(work, `serve-code-${i}-2`)), "nothing written");
+		} finally {
+			s.kill();
+		}
 	}
 });
 

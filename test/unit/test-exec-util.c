@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "exec-util.h"
 #include "macros.h"
@@ -86,6 +88,30 @@ TEST(fork_pipe_carries_bytes)
 static bool not_in_first(const char *path, void *userdata)
 {
 	return strncmp(path, userdata, strlen(userdata)) != 0;
+}
+
+TEST(spawn_socket_talks_both_ways)
+{
+	char *argv[] = {"/bin/sh", "-c", sh("read line; echo \"got $line\"; echo err >&2; exit 4"),
+			NULL};
+	char buf[64] = "";
+	int pidfd = -EBADF, fd = -EBADF, status;
+	size_t len = 0;
+	ssize_t n;
+
+	ASSERT_OK(spawn_socket(argv, &pidfd, &fd));
+	ASSERT_EQ(send(fd, "hello\n", 6, MSG_NOSIGNAL), 6);
+	while ((n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	ASSERT_STREQ(buf, "got hello\n"); /* stderr went to /dev/null */
+	/* Its exit status comes back from the reap, even when it ended on its own. */
+	status = pidfd_kill_and_reap(pidfd);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 4);
+	/* A peer that is gone is an error to handle, not a SIGPIPE. */
+	ASSERT_EQ(send(fd, "x", 1, MSG_NOSIGNAL), -1);
+	ASSERT_TRUE(errno == EPIPE || errno == ECONNRESET);
+	safe_close(fd);
+	safe_close(pidfd);
 }
 
 TEST(path_lookup)

@@ -4,7 +4,7 @@
 // add_note and complete_note answer only once the file is on the disk (writeFileDurable),
 // so an acknowledged note survives the VM being killed right after. The file is read with
 // one synchronous call: node:fs/promises' readFile is four trips through libuv's thread
-// pool (open, stat, read, close), about 3 ms of every list_notes under emulation
+// pool (open, stat, read, close), about 2 ms more per list_notes under emulation
 // (docs/benchmarks.md).
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";

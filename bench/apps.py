@@ -6,8 +6,8 @@
     boot as berth dev reports them, against the bare boot of the same pinned kernel with a
     trivial init (bench/boot.py's baseline), as a ratio;
   * reload: an edited export until "Reloaded in", reloaded in place (the default; once
-    the VM has its next warm Node, as after a developer's first seconds) and with
-    --reboot-on-change (the VM restarted, restored from the snapshot when there is one);
+    the VM has its next warm Node, as after a developer's first seconds), with its bundle
+    step as berth dev reports it, and with --reboot-on-change (the VM restarted, restored from the snapshot when there is one);
   * RPC round trip: the median of many list_notes calls on one connection to the VM's
     rpc-0.sock, once four notes were added, against a plain unix-socket echo of the same
     line in this process.
@@ -80,12 +80,10 @@ def wait_warm_runtime(home, vm_name, timeout=120):
     raise RuntimeError(f"{vm_name}: no warm_runtime_ready in {timeout} s")
 
 
-def rpc_latencies(sock_path, calls):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock_path)
-    f = s.makefile("rb")
-    # A list that lists something (an absent notes.json is the app's failure path), and as
-    # long in every run: the state disk is the app's, kept from run to run.
+def add_notes(s, f):
+    """Bring apps/notes to NOTES notes over the connection @s (read through @f): a list
+    that lists something (an absent notes.json is the app's failure path), as long in every
+    run (the state disk is the app's, kept from run to run)."""
     s.sendall(b'{"id":"count","export":"list_notes"}\n')
     have = json.loads(f.readline()).get("result", {}).get("notes", [])
     for i in range(len(have), NOTES):
@@ -93,6 +91,13 @@ def rpc_latencies(sock_path, calls):
         answer = f.readline()
         if b'"result"' not in answer:
             raise RuntimeError(f"add_note failed: {answer[:300]!r}")
+
+
+def rpc_latencies(sock_path, calls):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock_path)
+    f = s.makefile("rb")
+    add_notes(s, f)
     out = []
     for i in range(calls):
         line = json.dumps({"id": str(i), "export": "list_notes"}).encode() + b"\n"
@@ -147,7 +152,7 @@ def main():
         shutil.copytree(os.path.join(ROOT, "apps/notes"), app)
         initrd = bootbench.build_trivial_initrd(work)
         argv, vm = bootbench.engine_argv(home, "bench-probe")
-        ready, bundle, boot, bare, reload, reboot = [], [], [], [], [], []
+        ready, bundle, boot, bare, reload, reload_bundle, reboot = [], [], [], [], [], [], []
         for i in range(args.n):
             bare.append(bootbench.bare_boot({"argv": argv}, initrd))
             p, t, b, bt, _ = dev_start(app, env)
@@ -163,8 +168,9 @@ def main():
             # berth dev reloads the app in place.
             with open(src, "a") as f:
                 f.write(f"\nexport const benchmarkRevision{i} = {i};\n")
-            m = wait_line(p, r"Reloaded in place in (\d+) ms")
+            m = wait_line(p, r"Reloaded in place in (\d+) ms \(bundle (\d+) ms")
             reload.append(int(m.group(1)) / 1000)
+            reload_bundle.append(int(m.group(2)) / 1000)
             dev_stop(p)
             p, *_ = dev_start(app, env, "--reboot-on-change")
             with open(src, "a") as f:
@@ -182,6 +188,7 @@ def main():
             "notesBootMedianMs": med(boot),
             "readyOverBareRatio": round(statistics.median(ready) / statistics.median(bare), 2),
             "reloadMedianMs": med(reload),
+            "reloadBundleMedianMs": med(reload_bundle),
             "reloadRebootMedianMs": med(reboot),
             "rpcCalls": args.calls,
             "rpcRoundTripMedianUs": round(statistics.median(rpc) * 1e6),
@@ -196,7 +203,8 @@ def main():
             print(f"  notes: berth dev to VM ready      median {result['notesReadyMedianMs']} ms"
                   f"  (bundle {result['notesBundleMedianMs']} ms, boot {result['notesBootMedianMs']} ms),"
                   f" {result['readyOverBareRatio']}x the bare boot")
-            print(f"  reload after an edited export     median {result['reloadMedianMs']} ms (in place)")
+            print(f"  reload after an edited export     median {result['reloadMedianMs']} ms (in place;"
+                  f" bundle {result['reloadBundleMedianMs']} ms)")
             print(f"  the same, --reboot-on-change      median {result['reloadRebootMedianMs']} ms")
             print(f"  RPC round trip (list_notes)       median {result['rpcRoundTripMedianUs']} us over {args.calls} calls")
             print(f"  unix-socket echo, same line       median {result['unixEchoRoundTripMedianUs']} us"

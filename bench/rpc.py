@@ -36,11 +36,13 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import apps as appsbench  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VMM = os.path.join(ROOT, "build/src/berth-vmm/berth-vmm")
 BERTH = os.path.join(ROOT, "build/src/berth/berth")
 VM = "bench-rpc"
-NOTES = 4  # list_notes lists this many (the state disk may hold some already)
 ROUNDS = 3  # blocks of calls per row
 
 
@@ -65,17 +67,10 @@ class Line:
 
 
 def add_notes(path):
-    """A list_notes that lists something: the notes an agent would have added."""
+    """A list_notes that lists something, as bench/apps.py's does."""
     s = socket.socket(socket.AF_UNIX)
     s.connect(path)
-    f = s.makefile("rb")
-    s.sendall(b'{"id":"count","export":"list_notes"}\n')
-    have = json.loads(f.readline()).get("result", {}).get("notes", [])
-    for i in range(len(have), NOTES):
-        s.sendall(json.dumps({"id": f"add-{i}", "export": "add_note", "input": {"text": f"note {i}"}}).encode() + b"\n")
-        answer = f.readline()
-        if b'"result"' not in answer:
-            raise RuntimeError(f"add_note failed: {answer[:300]!r}")
+    appsbench.add_notes(s, s.makefile("rb"))
     s.close()
 
 

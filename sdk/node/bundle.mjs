@@ -27,17 +27,17 @@ import {
 } from "node:fs";
 import { createRequire, isBuiltin } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { createInterface } from "node:readline";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const SDK_DIR = dirname(fileURLToPath(import.meta.url));
 export const MAX_SHARE_FILES = 2000;
 export const MAX_SHARE_BYTES = 32 << 20;
 const EXCLUDED_NAMES = new Set(["__pycache__", "venv", "node_modules", "dist"]);
 const ENTRY_CANDIDATES = ["src/index.ts", "src/index.mts", "src/index.js", "src/index.mjs", "index.ts", "index.mjs", "index.js"];
-// CommonJS dependencies call require() for Node built-ins; an ESM bundle needs one.
 const SERVE_LINE_MAX = 64 * 1024; // a --serve request: two paths
 const SERVE_CONTEXTS_MAX = 16; // esbuild contexts --serve keeps, one per app
+// CommonJS dependencies call require() for Node built-ins; an ESM bundle needs one.
 const BANNER = 'import { createRequire as __berthCreateRequire } from "node:module";\nconst require = __berthCreateRequire(import.meta.url);';
 
 export class BundleError extends Error {}
@@ -408,13 +408,8 @@ async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts) {
 	const opts = { ...esbuildOptions(appDir), entryPoints: [appEntryPath], outfile: join(tmp, "dist", "index.mjs") };
 	if (!contexts) return { result: await esbuild.build(opts), base: tmp };
 	let kept = contexts.get(appDir);
-	if (kept) {
-		// Most recently used last: the first is the one to let go of.
-		contexts.delete(appDir);
-		contexts.set(appDir, kept);
-	}
+	contexts.delete(appDir);
 	if (kept && kept.entry !== appEntryPath) {
-		contexts.delete(appDir);
 		await kept.ctx.dispose();
 		kept = undefined;
 	}
@@ -425,8 +420,9 @@ async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts) {
 			await old.ctx.dispose();
 		}
 		kept = { entry: appEntryPath, base: tmp, ctx: await esbuild.context(opts) };
-		contexts.set(appDir, kept);
 	}
+	// Most recently used last: the first is the one to let go of.
+	contexts.set(appDir, kept);
 	try {
 		return { result: await kept.ctx.rebuild(), base: kept.base };
 	} catch (err) {

@@ -167,16 +167,23 @@ static bool boot_id_valid(const char *s)
  * and the host's resize reaches the guest as a config change a moment later. */
 static int wait_state_size(uint64_t want, char *err, size_t errlen)
 {
+	_cleanup_close_ int fd = -EBADF;
 	char dev[64];
 	uint64_t have = 0;
 
 	if (disk_find_by_serial("state", dev, sizeof(dev)) < 0)
 		return 0;
+	/* One descriptor: the size it reports follows the resize. */
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int r = -errno;
+
+		snprintf(err, errlen, "cannot open the state disk %s: %s", dev, strerror(-r));
+		return r;
+	}
 	/* Usually there within a few ms of the resume: look often, for 3 s at the most. */
 	for (int i = 0; i < 3000; i++) {
-		_cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0 && ioctl(fd, BLKGETSIZE64, &have) == 0 && have == want)
+		if (ioctl(fd, BLKGETSIZE64, &have) == 0 && have == want)
 			return 0;
 		usleep(1000);
 	}

@@ -99,7 +99,6 @@ int zygote_start(char *why, size_t whylen)
 	return 0;
 }
 
-
 /*
  * Ask @channel (the spare's or the zygote's) for the process: one byte and its four
  * descriptors; it says "pid <n>\n" on its start socket once it is berth-init's child.

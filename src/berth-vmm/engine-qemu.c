@@ -128,8 +128,8 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	 * boots nothing: the kernel runs from the snapshot's memory, and QEMU does not read
 	 * (or parse) the files, which are measured beside its start like the disks. */
 	if (!cfg->incoming) {
-		_cleanup_free_ char *cmdline = cfg->cmdline ? strdup(cfg->cmdline)
-							    : vm_kernel_cmdline(cfg);
+		_cleanup_free_ char *cmdline =
+			cfg->cmdline ? strdup(cfg->cmdline) : vm_kernel_cmdline(cfg);
 
 		if (!cmdline)
 			return -ENOMEM;

@@ -11,6 +11,8 @@
 //   outDir/runtime.mjs               the SDK runtime
 //   outDir/runtime-chunk-<hash>.mjs  undici and yaml, which runtime.mjs imports only when
 //                                    needed (egress; no matching berth.yml.json)
+//   outDir/runtime-zod.mjs           zod, when the app's `import "zod"` is Berth's copy
+//                                    (see sharedZod())
 //   outDir/berth.yml                 copied
 //   outDir/berth.yml.json            berth.yml parsed, so that the runtime need not parse it
 //   outDir/proto/context_bus.proto   the context bus wire format
@@ -183,6 +185,10 @@ function appEntry(appDir) {
 }
 
 const INNER = "berth.inner";
+const SHARED_NS = "berth-shared";
+const SHARED_ZOD_FILE = "runtime-zod.mjs";
+// The property the warm Node sets to its zod module (src/berth-init/node-warm.mjs).
+const SHARED_ZOD_KEY = "berth.runtime.zod";
 const SDK_EXPORTS = { "": "src/index.mjs", "/runtime": "runtime.mjs" };
 const isBare = (spec) => !/^(\.\.?(\/|$)|\/|#|[a-z][a-z0-9+.-]*:)/i.test(spec);
 
@@ -195,7 +201,7 @@ const isBare = (spec) => !/^(\.\.?(\/|$)|\/|#|[a-z][a-z0-9+.-]*:)/i.test(spec);
  * @berthos/sdk is always Berth's copy, never one in the app's node_modules, and .node
  * addons are refused.
  */
-function berthPlugin(appDir) {
+function berthPlugin(appDir, shared = null) {
 	const app = realpathSync(appDir);
 	const berth = berthRoots();
 	const isBerth = (p) => berth.some((r) => inside(p, r));
@@ -225,6 +231,7 @@ function berthPlugin(appDir) {
 		setup(build) {
 			build.onResolve({ filter: /.*/ }, async (args) => {
 				if (args.pluginData?.[INNER]) return undefined;
+				if (args.namespace === SHARED_NS) return { path: args.path, external: true };
 				// A package of Berth's importing one of its own files: esbuild resolves it,
 				// and onLoad below still refuses a file that is neither Berth's nor the app's.
 				// Most of a bundle's imports are these (zod's, among its own files), and
@@ -268,6 +275,8 @@ function berthPlugin(appDir) {
 					else text = `${who} imports "${args.path}", which is outside the app: ${OUTSIDE_RULE}`;
 					return { errors: [{ text }] };
 				}
+				if (shared && args.path === "zod" && real === shared.entry && args.kind !== "require-call")
+					return { path: "zod", namespace: SHARED_NS, sideEffects: false };
 				const pluginData = fromBerth && isModel(real) ? { [MODEL_MARK]: true } : r.pluginData;
 				return { path: real, namespace: "file", sideEffects: r.sideEffects, suffix: r.suffix || undefined, pluginData };
 			});
@@ -288,6 +297,7 @@ function berthPlugin(appDir) {
 				if (!statSync(real).isFile()) return { errors: [{ text: `${show(real)} is not a regular file` }] };
 				return undefined;
 			});
+			if (shared) build.onLoad({ filter: /.*/, namespace: SHARED_NS }, async () => ({ contents: zodStandIn(await shared.exports()), loader: "js" }));
 			build.onLoad({ filter: /\.node$/ }, (args) => ({
 				errors: [{
 					text: `native addon ${relative(appDir, args.path) || args.path} cannot be bundled: .node files are compiled for the host and cannot run in the VM's Linux guest; use a pure JavaScript or WebAssembly alternative`,
@@ -297,7 +307,7 @@ function berthPlugin(appDir) {
 	};
 }
 
-function esbuildOptions(appDir) {
+function esbuildOptions(appDir, shared = null) {
 	return {
 		bundle: true,
 		platform: "node",
@@ -312,7 +322,7 @@ function esbuildOptions(appDir) {
 		keepNames: true,
 		charset: "utf8",
 		logLevel: "silent",
-		plugins: [berthPlugin(appDir)],
+		plugins: [berthPlugin(appDir, shared)],
 	};
 }
 
@@ -324,6 +334,41 @@ function esbuildFailure(err, appDir) {
 	});
 	if (err.errors.length > 5) lines.push(`… and ${err.errors.length - 5} more`);
 	return new BundleError(lines.join("\n"));
+}
+
+/**
+ * zod is most of a Node app's bundle (its locales alone half of it), and compiling and
+ * running its top level most of the app's start under emulation. When an app's
+ * `import "zod"` is Berth's own copy, the app's bundle imports a stand-in instead, which
+ * takes the zod module the warm Node loaded from the root image when the share's
+ * runtime-zod.mjs is the same bytes (the warm Node compares them), and otherwise imports
+ * the share's runtime-zod.mjs: the same code either way. Returns {entry, dir}, or null
+ * when Berth has no zod.
+ */
+let sharedZodInfo;
+function sharedZod() {
+	if (sharedZodInfo !== undefined) return sharedZodInfo;
+	sharedZodInfo = null;
+	const dir = berthPackage("zod", SDK_DIR);
+	if (!dir) return null;
+	// The file an ES module's `import "zod"` loads; the plugin shares zod only when esbuild
+	// resolves an import to this very file.
+	const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+	const main = pkg.exports?.["."]?.import ?? pkg.exports?.["."] ?? pkg.module ?? pkg.main;
+	const entry = typeof main === "string" ? realOrNull(join(dir, main)) : null;
+	if (entry) sharedZodInfo = { entry, dir };
+	return sharedZodInfo;
+}
+
+/** The stand-in's code: zod's named exports (esbuild lists them) bound once; zod reassigns none. */
+function zodStandIn(names) {
+	const named = names.filter((n) => n !== "default" && /^[A-Za-z_$][\w$]*$/.test(n));
+	return [
+		`const zod = globalThis[Symbol.for(${JSON.stringify(SHARED_ZOD_KEY)})] ?? await import("../${SHARED_ZOD_FILE}");`,
+		`export const { ${named.join(", ")} } = zod;`,
+		"export default zod.default;",
+		"",
+	].join("\n");
 }
 
 /**
@@ -348,17 +393,17 @@ function runtimeOptions() {
 	const { plugins, ...opts } = esbuildOptions(BERTH_ROOT);
 	return {
 		...opts,
-		entryPoints: [join(SDK_DIR, "runtime.mjs")],
+		entryPoints: { runtime: join(SDK_DIR, "runtime.mjs"), [SHARED_ZOD_FILE.replace(/\.mjs$/, "")]: join(SDK_DIR, "src", "zod-shared.mjs") },
 		outdir: BERTH_ROOT,
 		splitting: true,
-		entryNames: "runtime",
+		entryNames: "[name]",
 		chunkNames: "runtime-chunk-[hash]",
 		outExtension: { ".js": ".mjs" },
 		metafile: true,
 	};
 }
 
-/** The cached runtime's files ({name: Buffer}), or null. */
+/** The cached runtime: {files: {name: Buffer}, zodExports}, or null. */
 function cachedRuntime(file) {
 	try {
 		const entry = JSON.parse(readFileSync(file, "utf8"));
@@ -368,7 +413,7 @@ function cachedRuntime(file) {
 			files[name] = Buffer.from(data, "base64");
 			if (sha256(files[name]) !== sha) return null;
 		}
-		return files["runtime.mjs"] ? files : null;
+		return files["runtime.mjs"] && Array.isArray(entry.zodExports) ? { files, zodExports: entry.zodExports } : null;
 	} catch {
 		return null;
 	}
@@ -381,6 +426,8 @@ async function runtimeBundle(esbuild) {
 	const r = await esbuild.build({ ...runtimeOptions(), plugins: [berthPlugin(BERTH_ROOT)] });
 	const files = {};
 	for (const f of r.outputFiles) files[relative(BERTH_ROOT, f.path)] = Buffer.from(f.contents);
+	const zodOutput = Object.entries(r.metafile.outputs).find(([, o]) => o.entryPoint && resolve(BERTH_ROOT, o.entryPoint).endsWith(`${sep}zod-shared.mjs`));
+	const zodExports = zodOutput?.[1].exports ?? [];
 	try {
 		const inputs = {};
 		for (const p of Object.keys(r.metafile.inputs)) {
@@ -391,22 +438,52 @@ async function runtimeBundle(esbuild) {
 		for (const [name, data] of Object.entries(files)) outputs[name] = { data: data.toString("base64"), sha: sha256(data) };
 		mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
 		const tmpFile = `${file}.tmp-${process.pid}`;
-		writeFileSync(tmpFile, JSON.stringify({ inputs, outputs }), { mode: 0o600 });
+		writeFileSync(tmpFile, JSON.stringify({ inputs, outputs, zodExports }), { mode: 0o600 });
 		renameSync(tmpFile, file);
 	} catch {
 		// Only a speed-up.
 	}
-	return files;
+	return { files, zodExports };
+}
+
+/**
+ * How an app's build used the shared zod: "shared" (through the stand-in only), "mixed"
+ * (the stand-in and files of zod's own, from another of its entry points: their objects
+ * must be the same zod's, so such an app bundles zod itself), or "none".
+ */
+function zodUse(metafile, appDir, shared) {
+	let standIn = false;
+	let own = false;
+	// What the output holds: the stand-in of an app that imports zod but uses none of it
+	// is left out, and so is the share's runtime-zod.mjs.
+	for (const p of Object.values(metafile.outputs).flatMap((o) => Object.keys(o.inputs))) {
+		if (p === `${SHARED_NS}:zod`) standIn = true;
+		else if (inside(resolve(appDir, p), shared.dir)) own = true;
+	}
+	return standIn ? (own ? "mixed" : "shared") : "none";
 }
 
 /**
  * The app's build: a fresh one, or with `contexts` (--serve) a rebuild of the esbuild
  * context kept for this app and entry point, which parses again only the files that
- * changed. Resolves to {result, base}: the output files' paths are under `base`.
+ * changed. Resolves to {result, base, sharesZod}: the output files' paths are under `base`.
  */
-async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts) {
-	const opts = { ...esbuildOptions(appDir), entryPoints: [appEntryPath], outfile: join(tmp, "dist", "index.mjs") };
-	if (!contexts) return { result: await esbuild.build(opts), base: tmp };
+async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts, runtime) {
+	const shared = sharedZod();
+	// Set for each build: a kept context's plugin holds this very object.
+	if (shared) shared.exports = () => runtime.then((rt) => rt.zodExports);
+	const options = (share) => ({
+		...esbuildOptions(appDir, share ? shared : null),
+		entryPoints: [appEntryPath],
+		outfile: join(tmp, "dist", "index.mjs"),
+		metafile: shared !== null,
+	});
+	const use = (result) => (shared ? zodUse(result.metafile, appDir, shared) : "none");
+	if (!contexts) {
+		let result = await esbuild.build(options(shared !== null));
+		if (use(result) === "mixed") result = await esbuild.build(options(false));
+		return { result, base: tmp, sharesZod: use(result) === "shared" };
+	}
 	let kept = contexts.get(appDir);
 	contexts.delete(appDir);
 	if (kept && kept.entry !== appEntryPath) {
@@ -419,12 +496,20 @@ async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts) {
 			contexts.delete(oldest);
 			await old.ctx.dispose();
 		}
-		kept = { entry: appEntryPath, base: tmp, ctx: await esbuild.context(opts) };
+		kept = { entry: appEntryPath, base: tmp, ctx: await esbuild.context(options(shared !== null)) };
 	}
 	// Most recently used last: the first is the one to let go of.
 	contexts.set(appDir, kept);
 	try {
-		return { result: await kept.ctx.rebuild(), base: kept.base };
+		let result = await kept.ctx.rebuild();
+		if (use(result) === "mixed") {
+			// Bundled whole from now on, by a context of its own.
+			await kept.ctx.dispose();
+			kept.base = tmp;
+			kept.ctx = await esbuild.context(options(false));
+			result = await kept.ctx.rebuild();
+		}
+		return { result, base: kept.base, sharesZod: use(result) === "shared" };
 	} catch (err) {
 		// Errors in the app's code leave the context as sound as a success does (the next
 		// save, with the fix, rebuilds on it); anything else starts the next from scratch.
@@ -443,15 +528,12 @@ async function bundleNode(appDir, tmp, appEntryPath, manifestFiles, contexts) {
 		// Side by side: esbuild's service builds both at once, on every core.
 		// Both settled before either's failure is reported (the app's first): a build of a
 		// kept context must not still run when the next request starts one.
-		const [appBuild, rtBuild] = await Promise.allSettled([
-			buildApp(esbuild, appDir, tmp, appEntryPath, contexts),
-			runtimeBundle(esbuild),
-		]);
+		const runtime = runtimeBundle(esbuild);
+		const [appBuild, rtBuild] = await Promise.allSettled([buildApp(esbuild, appDir, tmp, appEntryPath, contexts, runtime), runtime]);
 		for (const b of [appBuild, rtBuild]) if (b.status === "rejected") throw b.reason;
-		const { result: app, base } = appBuild.value;
-		const rt = rtBuild.value;
+		const { result: app, base, sharesZod } = appBuild.value;
 		for (const f of app.outputFiles) files[relative(base, f.path)] = Buffer.from(f.contents);
-		Object.assign(files, rt);
+		for (const [name, data] of Object.entries(rtBuild.value.files)) if (name !== SHARED_ZOD_FILE || sharesZod) files[name] = data;
 	} catch (err) {
 		throw esbuildFailure(err, appDir);
 	}
@@ -580,7 +662,7 @@ export async function bundleApp(appDirArg, outDirArg, contexts = null) {
 export async function writeRuntime(outDirArg) {
 	const outDir = resolve(outDirArg);
 	if (existsSync(outDir)) throw new BundleError(`${outDir} exists; refusing to replace it`);
-	const files = await runtimeBundle(await loadEsbuild());
+	const { files } = await runtimeBundle(await loadEsbuild());
 	mkdirSync(outDir, { recursive: true, mode: 0o755 });
 	const epoch = Number(process.env.SOURCE_DATE_EPOCH);
 	return writeShare(outDir, files, Number.isFinite(epoch) && epoch >= 0 ? epoch : 0);

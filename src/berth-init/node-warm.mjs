@@ -5,7 +5,8 @@
 // its end of a socketpair as fd 3. Being an ES module, its own load sets up Node's ES
 // module loader; it then loads the modules of Node's own that an app's start loads, each
 // compiled from source by the image's Node, runs the unix socket code an app's runtime
-// runs, imports the root image's copy of the SDK runtime without running it, and loads the
+// runs, imports the root image's copy of the SDK runtime without running it and its copy of
+// zod (which the bundler shares with apps, see sdk/node/bundle.mjs), and loads the
 // addon, whose takeApp() says "ready" and returns only once berth-init has handed this
 // process an app and agent-init's code has confined every thread of it as that app
 // (src/agent-init/node-addon.c). Nothing of an app is read before that. Then it runs the app's runtime as `node <dir>/runtime.mjs` would:
@@ -20,6 +21,10 @@ const ADDON = "/usr/libexec/berth/berth-node-confine.node";
 // The SDK runtime the bundler puts in every Node app's share (runtime.mjs and its chunks),
 // byte for byte, made when the root image was.
 const IMAGE_RUNTIME = "/usr/lib/berth/node-runtime/runtime.mjs";
+// zod, which the bundler puts in a share beside the runtime when the app's `import "zod"`
+// is Berth's copy; the app's bundle takes the module under ZOD_KEY instead when it is set.
+const IMAGE_ZOD = "/usr/lib/berth/node-runtime/runtime-zod.mjs";
+const ZOD_KEY = Symbol.for("berth.runtime.zod");
 const PRELOAD_MARK = Symbol.for("berth.runtime.preload");
 // What the SDK runtime, the SDK in an app's bundle and undici (egress) load. Not a module
 // that touches process.stdout or process.stderr as it loads (assert does): those streams
@@ -65,13 +70,35 @@ async function preloadRuntime() {
 	}
 }
 
-let takeApp, preloaded;
+/** The root image's zod module and its bytes, or null when the image has none. */
+async function preloadZod() {
+	let bytes;
+	try {
+		bytes = readFileSync(IMAGE_ZOD);
+	} catch (err) {
+		if (err.code === "ENOENT") return null;
+		throw err;
+	}
+	return { bytes, module: await import(pathToFileURL(IMAGE_ZOD).href) };
+}
+
+/** Whether the app's share holds `name` with these very bytes. */
+function shareHas(name, bytes) {
+	try {
+		return readFileSync(`${app.dir}/${name}`).equals(bytes);
+	} catch {
+		return false;
+	}
+}
+
+let takeApp, preloaded, preloadedZod;
 try {
 	// Imported as an app's ES modules import them: each becomes an ES module of its own
 	// once per process, besides the module itself.
 	for (const m of PRELOAD) await import(`node:${m}`);
 	await exerciseUnixSockets(await import("node:net"));
 	preloaded = await preloadRuntime();
+	preloadedZod = await preloadZod();
 	({ takeApp } = createRequire(import.meta.url)(ADDON));
 } catch (err) {
 	// Its stdio is /dev/null: berth-init reads this instead of "ready" and logs it.
@@ -90,12 +117,13 @@ process.chdir(app.dir); // Node caches the directory it was started in
 const runtime = `${app.dir}/runtime.mjs`;
 process.argv = [process.argv[0], runtime];
 // An app bundled by the SDK the root image was made with has these very bytes in its
-// share: the runtime preloaded above is its runtime, already compiled, and runs it.
-let same = false;
-try {
-	same = preloaded !== null && readFileSync(runtime).equals(preloaded.bytes);
-} catch {}
-if (same) {
+// share: the runtime preloaded above is its runtime, already compiled, and runs it; so
+// with zod, for an app whose bundle imports the share's runtime-zod.mjs.
+if (preloadedZod !== null && shareHas("runtime-zod.mjs", preloadedZod.bytes)) {
+	process.stderr.write("[berth:runtime] runtime-zod.mjs is the root image's, loaded before the app\n");
+	globalThis[ZOD_KEY] = preloadedZod.module;
+}
+if (preloaded !== null && shareHas("runtime.mjs", preloaded.bytes)) {
 	process.stderr.write("[berth:runtime] runtime.mjs is the root image's, loaded before the app\n");
 	await preloaded.main();
 } else await import(pathToFileURL(runtime).href);

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 84
+plan 86
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -316,6 +316,8 @@ check "agent-init reported the confinement of an exec'd app, in its order" \
 check "with no warning of Node's snapshot in its log" sh -c "! grep -q 'not yet supported in user snapshots' '$BERTH_HOME/nalpha.log'"
 check "an app bundled by this SDK runs on the runtime the template preloaded from the image" \
 	grep -q "runtime.mjs is the root image's, loaded before the app" "$BERTH_HOME/nalpha.log"
+check "and the zod the template loaded from the image: its own import of zod is that module" \
+	sh -c "grep -q \"runtime-zod.mjs is the root image's, loaded before the app\" '$BERTH_HOME/nalpha.log' && test '$(ina zodFromImage)' = True"
 undev nalpha
 undev nbeta
 # A Node app whose share holds another runtime.mjs (the echo fixture's own, no SDK): the
@@ -341,6 +343,8 @@ check "a Node app boots in a --cold VM" node_dev nalpha --cold
 check "which has no warm Node: plain exec" test "$(started_as nalpha)" = exec
 check "and answers the same" test "$(field nalpha try_write '{"path":"/tmp/escape"}' error)" = EACCES
 check "and its seccomp filters the same" test "$(field nalpha try_udp '' error)" = EPERM
+check "and its zod is the share's runtime-zod.mjs, imported as the app started" \
+	test "$(field nalpha identity '' zodFromImage)" = False
 undev nalpha
 no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
 # --- The disks a restored VM reads are measured while QEMU loads the snapshot.

@@ -9,8 +9,9 @@ import {
 } from "node:fs";
 import { createInterface } from "node:readline";
 import { join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
 import { test } from "node:test";
-import { FIXTURES, ROOT, SDK, tempDir } from "./helpers.mjs";
+import { connectRpc, FIXTURES, ROOT, SDK, startRuntime, tempDir } from "./helpers.mjs";
 
 const work = tempDir();
 const BUNDLER = join(SDK, "bundle.mjs");
@@ -55,7 +56,8 @@ test("--runtime: the SDK runtime alone, the same bytes as in every Node app's sh
 	assert.equal(r.verdict.ok, true);
 	const files = r.verdict.files;
 	assert.ok(files.includes("runtime.mjs"), files);
-	assert.ok(files.every((f) => f === "runtime.mjs" || /^runtime-chunk-[A-Z0-9]+\.mjs$/.test(f)), files);
+	assert.ok(files.includes("runtime-zod.mjs"), files);
+	assert.ok(files.every((f) => f === "runtime.mjs" || f === "runtime-zod.mjs" || /^runtime-chunk-[A-Z0-9]+\.mjs$/.test(f)), files);
 	const shareTree = tree(share);
 	for (const [name, entry] of Object.entries(tree(out))) assert.deepEqual(entry, shareTree[name], name);
 	// It refuses to replace what is there.
@@ -71,7 +73,7 @@ test("node app: one JSON line, the share's files, exit 0", () => {
 	assert.equal(r.stdout.trim().split("\n").length, 1);
 	assert.equal(r.verdict.ok, true);
 	const chunks = r.verdict.files.filter((f) => /^runtime-chunk-[A-Z0-9]+\.mjs$/.test(f));
-	assert.deepEqual(r.verdict.files.filter((f) => !chunks.includes(f)), ["berth.yml", "berth.yml.json", "dist/index.mjs", "proto/context_bus.proto", "runtime.mjs"]);
+	assert.deepEqual(r.verdict.files.filter((f) => !chunks.includes(f)), ["berth.yml", "berth.yml.json", "dist/index.mjs", "proto/context_bus.proto", "runtime-zod.mjs", "runtime.mjs"]);
 	// undici is a chunk of its own, which runtime.mjs loads only for egress: not parsed at
 	// every app's start.
 	const runtime = readFileSync(join(out, "runtime.mjs"), "utf8");
@@ -95,7 +97,8 @@ test("node app: one JSON line, the share's files, exit 0", () => {
 	assert.deepEqual(Object.keys(tree(out)), r.verdict.files);
 	assert.equal(readFileSync(join(out, "berth.yml"), "utf8"), readFileSync(join(ROOT, "apps", "notes", "berth.yml"), "utf8"));
 	const index = readFileSync(join(out, "dist", "index.mjs"), "utf8");
-	assert.ok(!/from\s*["'](zod|@berthos\/sdk)["']/.test(index), "zod and the SDK are inlined");
+	assert.ok(!/from\s*["'](zod|@berthos\/sdk)["']/.test(index), "the SDK is inlined, and zod is no package import");
+	assert.ok(index.includes('await import("../runtime-zod.mjs")'), "zod is the share's runtime-zod.mjs");
 	assert.ok(!existsSync(join(out, ".berth-runtime")));
 });
 
@@ -196,6 +199,93 @@ test("--serve ends, unanswered, once its own code changed on the disk", async ()
 		} finally {
 			s.kill();
 		}
+	}
+});
+
+/** A Node app in the work directory: berth.yml with `exports`, and src/index.mjs. */
+function nodeApp(name, index, exports = "  - name: check\n") {
+	const dir = join(work, name);
+	mkdirSync(join(dir, "src"), { recursive: true });
+	writeFileSync(join(dir, "berth.yml"), `name: ${name}\nversion: 0.1.0\nexports:\n${exports}`);
+	writeFileSync(join(dir, "src", "index.mjs"), index);
+	return dir;
+}
+
+/** Node run on an ES module's source in `dir`: its stdout, or a failed assertion. */
+function runModule(dir, source) {
+	const r = spawnSync(process.execPath, ["--input-type=module", "-e", source], { cwd: dir, encoding: "utf8", timeout: 60000 });
+	assert.equal(r.status, 0, r.stdout + r.stderr);
+	return r.stdout.trim();
+}
+
+test("zod: an app's import of Berth's zod is the share's runtime-zod.mjs, or the module a warm Node set", async () => {
+	const sharing = nodeApp(
+		"zod-shared",
+		'import { z } from "zod";\nimport { defineApp } from "@berthos/sdk";\nexport const zodRef = z;\n' +
+			'export default defineApp((app) => app.export({ name: "check", input: z.object({ n: z.number() }), handler: ({ n }) => ({ n }) }));\n',
+	);
+	const out = join(work, "zod-shared-out");
+	const r = runBundler(sharing, out);
+	assert.equal(r.status, 0, r.stdout + r.stderr);
+	assert.ok(r.verdict.files.includes("runtime-zod.mjs"), r.verdict.files);
+	// The very file the root image's warm Node loads (bundle.mjs --runtime).
+	const runtimeOnly = join(work, "zod-runtime-only");
+	assert.equal(runBundler("--runtime", runtimeOnly).status, 0);
+	assert.deepEqual(readFileSync(join(out, "runtime-zod.mjs")), readFileSync(join(runtimeOnly, "runtime-zod.mjs")));
+	assert.ok(statSync(join(out, "dist", "index.mjs")).size < 64 * 1024, "none of zod's code is in the app's bundle");
+	const index = pathToFileURL(join(out, "dist", "index.mjs")).href;
+	// Without a warm Node, the share's copy; a warm Node's is taken as it is.
+	assert.equal(runModule(out, `const m = await import(${JSON.stringify(index)}); const z = await import("./runtime-zod.mjs"); console.log(m.zodRef === z.z, m.zodRef.object === z.object);`), "true true");
+	assert.equal(
+		runModule(out, `const z = await import(${JSON.stringify(pathToFileURL(join(runtimeOnly, "runtime-zod.mjs")).href)}); globalThis[Symbol.for("berth.runtime.zod")] = z; const m = await import(${JSON.stringify(index)}); const own = await import("./runtime-zod.mjs"); console.log(m.zodRef === z.z, m.zodRef === own.z);`),
+		"true false",
+	);
+	// It validates as zod does: the runtime answers through it.
+	const sock = join(work, "zod-shared.sock");
+	const rt = await startRuntime(out, { BERTH_RPC_SOCKET: sock }).ready;
+	try {
+		assert.match(rt.stderr, /"zod-shared" ready/);
+		const c = await connectRpc(sock);
+		assert.match((await c.call("check", { n: "x" })).error, /expected number/i);
+		assert.deepEqual(await c.call("check", { n: 2 }, "2"), { id: "2", result: { n: 2 } });
+		c.close();
+	} finally {
+		await rt.stop();
+	}
+
+	// An app that also imports another of zod's entry points needs one zod: its own.
+	const mixed = nodeApp(
+		"zod-mixed",
+		'import { z } from "zod";\nimport * as core from "zod/v4/core";\nimport { defineApp } from "@berthos/sdk";\n' +
+			"export const same = z.string() instanceof core.$ZodType;\nexport default defineApp((app) => app.export({ name: \"check\", handler: () => ({}) }));\n",
+	);
+	const mixedOut = join(work, "zod-mixed-out");
+	const rm = runBundler(mixed, mixedOut);
+	assert.equal(rm.status, 0, rm.stdout + rm.stderr);
+	assert.ok(!rm.verdict.files.includes("runtime-zod.mjs"), rm.verdict.files);
+	assert.ok(!readFileSync(join(mixedOut, "dist", "index.mjs"), "utf8").includes("runtime-zod.mjs"));
+	assert.equal(runModule(mixedOut, `console.log((await import("./dist/index.mjs")).same);`), "true");
+	// An app that uses none of zod has no copy of it.
+	const none = nodeApp("zod-none", 'import { defineApp } from "@berthos/sdk";\nexport default defineApp((app) => app.export({ name: "check", handler: () => ({}) }));\n');
+	const rn = runBundler(none, join(work, "zod-none-out"));
+	assert.equal(rn.status, 0, rn.stdout + rn.stderr);
+	assert.ok(!rn.verdict.files.includes("runtime-zod.mjs"), rn.verdict.files);
+
+	// --serve's kept context: the same shares, and an edit that adds another entry point of
+	// zod's makes the app bundle its own.
+	const s = serveSession();
+	try {
+		const first = await s.ask({ app: sharing, out: join(work, "zod-serve-1") });
+		assert.equal(first.digest, r.verdict.digest);
+		writeFileSync(join(sharing, "src", "index.mjs"), readFileSync(join(sharing, "src", "index.mjs"), "utf8") + 'import * as core from "zod/v4/core";\nexport const same = z.string() instanceof core.$ZodType;\n');
+		const second = await s.ask({ app: sharing, out: join(work, "zod-serve-2") });
+		assert.equal(second.ok, true, JSON.stringify(second));
+		assert.ok(!second.files.includes("runtime-zod.mjs"), second.files);
+		assert.equal(second.digest, runBundler(sharing, join(work, "zod-serve-os-2")).verdict.digest);
+		assert.equal(runModule(join(work, "zod-serve-2"), `console.log((await import("./dist/index.mjs")).same);`), "true");
+		assert.equal(await s.end(), 0);
+	} finally {
+		s.kill();
 	}
 });
 

@@ -4,10 +4,10 @@
 //
 // The warm Node of a restored VM (src/berth-init/node-warm.mjs) imports the root image's
 // copy of this bundle before any app exists, with PRELOAD_MARK set so that nothing runs,
-// and calls main() for an app whose share holds the same bytes.
-import { main } from "./src/runtime.mjs";
+// calls warmUp() there, and main() for an app whose share holds the same bytes.
+import { main, warmUp } from "./src/runtime.mjs";
 
 const PRELOAD_MARK = Symbol.for("berth.runtime.preload");
 
-export { main };
+export { main, warmUp };
 if (!globalThis[PRELOAD_MARK]) await main();

@@ -30,14 +30,15 @@ const ZOD_TEXT_ERROR = JSON.stringify(
 	2,
 );
 
-test("imported with the preload mark, runtime.mjs runs nothing; its main() then starts the app", async () => {
+test("imported with the preload mark, runtime.mjs runs nothing; warmUp() says nothing; its main() then starts the app", async () => {
 	// What a warm Node does (src/berth-init/node-warm.mjs), in a Node of its own.
 	const sock = join(work, "preload.sock");
 	const script = [
 		`globalThis[Symbol.for("berth.runtime.preload")] = true;`,
-		`const { main } = await import(${JSON.stringify("file://" + join(share, "runtime.mjs"))});`,
+		`const { main, warmUp } = await import(${JSON.stringify("file://" + join(share, "runtime.mjs"))});`,
 		`delete globalThis[Symbol.for("berth.runtime.preload")];`,
 		`process.stderr.write("[preload] imported, " + typeof main + "\\n");`,
+		`warmUp();`,
 		`await new Promise((r) => setTimeout(r, 200));`,
 		`process.stderr.write("[preload] calling main\\n");`,
 		`await main();`,

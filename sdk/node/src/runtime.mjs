@@ -11,7 +11,7 @@ import { checkExports } from "./check-exports.mjs";
 import { connectContextBus, createLocalContextBus } from "./context-bus.mjs";
 import { installProxyAgent, RUNTIME_KEY } from "./egress.mjs";
 import { readManifestBytes, validateManifest } from "./manifest.mjs";
-import { PARSED_COPY_NAME, valueFromCopy } from "./manifest-copy.mjs";
+import { PARSED_COPY_NAME, parsedCopy, valueFromCopy } from "./manifest-copy.mjs";
 import { governanceGate, invokeExport, logRuntime, responseLine, serveLines } from "./rpc.mjs";
 import { connectSemanticFs, createLocalSemanticFs, createUnavailableSemanticFs } from "./semantic-fs.mjs";
 
@@ -174,6 +174,25 @@ async function loadAppManifest(path) {
 	}
 	const { parseManifest } = await import("./manifest-load.mjs");
 	return parseManifest(bytes, path).manifest;
+}
+
+/**
+ * What every app's start runs before the app's code, run once on a sample manifest: the warm
+ * Node of a restored VM calls this before any app exists (src/berth-init/node-warm.mjs), so
+ * that V8 has compiled it there, not in each app's start under emulation. Reads nothing.
+ */
+export function warmUp() {
+	const value = {
+		name: "warm-up",
+		version: "0.1.0",
+		description: "what an app's start validates",
+		capabilities: ["filesystem:write:/workspace", "network:host:api.example.com"],
+		secrets: ["WARM_UP_TOKEN"],
+		exports: [{ name: "hello", description: "says hello", input: { name: "string", count: "number" }, output: { text: "string" } }, { name: "bye" }],
+	};
+	const bytes = Buffer.from(JSON.stringify(value));
+	const copy = parsedCopy(bytes, value);
+	validateManifest(valueFromCopy(bytes, copy === null ? null : copy.toString("utf8")), { file: "berth.yml", path: "/warm-up/berth.yml" });
 }
 
 /**

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -79,12 +80,22 @@ static int bind_socket(const Daemon *d)
 
 static void now_ready(Daemon *d)
 {
+	int start_nice;
+
 	d->state = DAEMON_READY;
+	/* Started: it serves at the apps' priority (one thread: a process's nice value is its
+	 * threads' own). */
+	errno = 0;
+	start_nice = getpriority(PRIO_PROCESS, d->pid);
+	if (errno != 0)
+		start_nice = 0;
+	if (setpriority(PRIO_PROCESS, d->pid, 0) < 0)
+		journal_logf("cannot give the %s its priority back: %m", d->title);
 	/* activated: on the socket berth-init bound, which apps could connect to before. */
 	journal_event("daemon_started",
-		      json_pack("{s:s, s:i, s:i, s:s, s:s, s:b}", "daemon", d->name, "pid",
+		      json_pack("{s:s, s:i, s:i, s:s, s:s, s:b, s:i}", "daemon", d->name, "pid",
 				(int)d->pid, "uid", (int)d->uid, "app", d->app, "listen", d->listen,
-				"activated", d->socket != NULL));
+				"activated", d->socket != NULL, "startNice", start_nice));
 	ready_done(d, true, NULL);
 }
 
@@ -236,6 +247,7 @@ static _noreturn_ void exec_daemon(const Daemon *d, const char *const *extra, co
 	setsid();
 	if (chdir("/") < 0)
 		_exit(126);
+	(void)setpriority(PRIO_PROCESS, 0, DAEMON_START_NICE);
 	const char *argv[DAEMON_ARGS_MAX + 3] = {"agent-init", d->binary};
 	size_t n = 2;
 

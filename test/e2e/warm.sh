@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 86
+plan 88
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -169,6 +169,12 @@ why=$(released alpha)
 echo "# alpha's context daemons released: $why"
 check "the context daemons are exec'd once the app has started, not beside its start" \
 	test "$why" = "apps started" -o "$why" = "hold expired"
+check "they start at a lower priority than the apps" test "$(control berth-dev-alpha | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+print(sorted(e["startNice"] for e in ev if e.get("event") == "daemon_started" and e.get("daemon") in ("context-bus", "semantic-fs")))')" = "[10, 10]"
+check "and once they listen, they run at the apps' priority" \
+	test "$(field alpha identity '' daemonNice)" = "{'context-bus': 0, 'semantic-fs': 0}"
 alpha_boot=$(json_get "$(vmj alpha)" bootId)
 undev alpha
 undev beta

@@ -7,7 +7,7 @@
 //   node sdk/node/bundle.mjs --serve               app after app, for berth dev (see serve())
 //
 // Node app (berth.yml `runtime: node`, the default):
-//   outDir/dist/index.mjs            the app with @berthos/sdk, zod and its other deps
+//   outDir/dist/index.mjs            the app with @berthos/sdk and its other deps
 //   outDir/runtime.mjs               the SDK runtime
 //   outDir/runtime-chunk-<hash>.mjs  undici and yaml, which runtime.mjs imports only when
 //                                    needed (egress; no matching berth.yml.json)
@@ -31,6 +31,7 @@ import { createRequire, isBuiltin } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { SHARED_ZOD_FILE, zodStandIn } from "./src/zod-stand-in.mjs";
 
 const SDK_DIR = dirname(fileURLToPath(import.meta.url));
 export const MAX_SHARE_FILES = 2000;
@@ -186,9 +187,6 @@ function appEntry(appDir) {
 
 const INNER = "berth.inner";
 const SHARED_NS = "berth-shared";
-const SHARED_ZOD_FILE = "runtime-zod.mjs";
-// The property the warm Node sets to its zod module (src/berth-init/node-warm.mjs).
-const SHARED_ZOD_KEY = "berth.runtime.zod";
 const SDK_EXPORTS = { "": "src/index.mjs", "/runtime": "runtime.mjs" };
 const isBare = (spec) => !/^(\.\.?(\/|$)|\/|#|[a-z][a-z0-9+.-]*:)/i.test(spec);
 
@@ -231,8 +229,7 @@ function berthPlugin(appDir, shared = null) {
 		setup(build) {
 			build.onResolve({ filter: /.*/ }, async (args) => {
 				if (args.pluginData?.[INNER]) return undefined;
-				if (args.namespace === SHARED_NS) return { path: args.path, external: true };
-				// A package of Berth's importing one of its own files: esbuild resolves it,
+						// A package of Berth's importing one of its own files: esbuild resolves it,
 				// and onLoad below still refuses a file that is neither Berth's nor the app's.
 				// Most of a bundle's imports are these (zod's, among its own files), and
 				// asking esbuild again for each cost about half of a bundle's time.
@@ -275,8 +272,7 @@ function berthPlugin(appDir, shared = null) {
 					else text = `${who} imports "${args.path}", which is outside the app: ${OUTSIDE_RULE}`;
 					return { errors: [{ text }] };
 				}
-				if (shared && args.path === "zod" && real === shared.entry && args.kind !== "require-call")
-					return { path: "zod", namespace: SHARED_NS, sideEffects: false };
+				if (shared && args.path === "zod" && real === shared.entry) return { path: "zod", namespace: SHARED_NS, sideEffects: false };
 				const pluginData = fromBerth && isModel(real) ? { [MODEL_MARK]: true } : r.pluginData;
 				return { path: real, namespace: "file", sideEffects: r.sideEffects, suffix: r.suffix || undefined, pluginData };
 			});
@@ -339,36 +335,23 @@ function esbuildFailure(err, appDir) {
 /**
  * zod is most of a Node app's bundle (its locales alone half of it), and compiling and
  * running its top level most of the app's start under emulation. When an app's
- * `import "zod"` is Berth's own copy, the app's bundle imports a stand-in instead, which
- * takes the zod module the warm Node loaded from the root image when the share's
- * runtime-zod.mjs is the same bytes (the warm Node compares them), and otherwise imports
- * the share's runtime-zod.mjs: the same code either way. Returns {entry, dir}, or null
- * when Berth has no zod.
+ * `import "zod"` is Berth's own copy, the app's bundle has a stand-in instead
+ * (src/zod-stand-in.mjs), which takes the zod module the runtime sets: the share's
+ * runtime-zod.mjs, or in a restored VM the root image's same bytes, loaded in the template.
+ * Returns {entry, dir}: the file an ES module's `import "zod"` loads, and its package.
  */
 let sharedZodInfo;
 function sharedZod() {
-	if (sharedZodInfo !== undefined) return sharedZodInfo;
-	sharedZodInfo = null;
+	if (sharedZodInfo) return sharedZodInfo;
 	const dir = berthPackage("zod", SDK_DIR);
-	if (!dir) return null;
-	// The file an ES module's `import "zod"` loads; the plugin shares zod only when esbuild
-	// resolves an import to this very file.
+	if (!dir) throw new BundleError(`zod is not installed in Berth's checkout: ${SETUP_HINT}`);
+	// The plugin shares zod only when esbuild resolves an import to this very file.
 	const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
 	const main = pkg.exports?.["."]?.import ?? pkg.exports?.["."] ?? pkg.module ?? pkg.main;
 	const entry = typeof main === "string" ? realOrNull(join(dir, main)) : null;
-	if (entry) sharedZodInfo = { entry, dir };
+	if (!entry) throw new BundleError(`Berth's zod (${dir}) has no ES module entry point: ${SETUP_HINT}`);
+	sharedZodInfo = { entry, dir };
 	return sharedZodInfo;
-}
-
-/** The stand-in's code: zod's named exports (esbuild lists them) bound once; zod reassigns none. */
-function zodStandIn(names) {
-	const named = names.filter((n) => n !== "default" && /^[A-Za-z_$][\w$]*$/.test(n));
-	return [
-		`const zod = globalThis[Symbol.for(${JSON.stringify(SHARED_ZOD_KEY)})] ?? await import("../${SHARED_ZOD_FILE}");`,
-		`export const { ${named.join(", ")} } = zod;`,
-		"export default zod.default;",
-		"",
-	].join("\n");
 }
 
 /**
@@ -427,7 +410,8 @@ async function runtimeBundle(esbuild) {
 	const files = {};
 	for (const f of r.outputFiles) files[relative(BERTH_ROOT, f.path)] = Buffer.from(f.contents);
 	const zodOutput = Object.entries(r.metafile.outputs).find(([, o]) => o.entryPoint && resolve(BERTH_ROOT, o.entryPoint).endsWith(`${sep}zod-shared.mjs`));
-	const zodExports = zodOutput?.[1].exports ?? [];
+	if (!zodOutput) throw new BundleError("the SDK runtime's bundle has no zod module (sdk/node/src/zod-shared.mjs)");
+	const zodExports = zodOutput[1].exports;
 	try {
 		const inputs = {};
 		for (const p of Object.keys(r.metafile.inputs)) {
@@ -466,23 +450,25 @@ function zodUse(metafile, appDir, shared) {
 /**
  * The app's build: a fresh one, or with `contexts` (--serve) a rebuild of the esbuild
  * context kept for this app and entry point, which parses again only the files that
- * changed. Resolves to {result, base, sharesZod}: the output files' paths are under `base`.
+ * changed. An app whose build is "mixed" (zodUse()) is built again whole, as a one-shot
+ * build, each time. Resolves to {result, base, sharesZod}: the output files' paths are
+ * under `base`.
  */
 async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts, runtime) {
 	const shared = sharedZod();
 	// Set for each build: a kept context's plugin holds this very object.
-	if (shared) shared.exports = () => runtime.then((rt) => rt.zodExports);
+	shared.exports = () => runtime.then((rt) => rt.zodExports);
 	const options = (share) => ({
 		...esbuildOptions(appDir, share ? shared : null),
 		entryPoints: [appEntryPath],
 		outfile: join(tmp, "dist", "index.mjs"),
-		metafile: shared !== null,
+		metafile: true,
 	});
-	const use = (result) => (shared ? zodUse(result.metafile, appDir, shared) : "none");
+	const whole = async () => ({ result: await esbuild.build(options(false)), base: tmp, sharesZod: false });
 	if (!contexts) {
-		let result = await esbuild.build(options(shared !== null));
-		if (use(result) === "mixed") result = await esbuild.build(options(false));
-		return { result, base: tmp, sharesZod: use(result) === "shared" };
+		const result = await esbuild.build(options(true));
+		const use = zodUse(result.metafile, appDir, shared);
+		return use === "mixed" ? whole() : { result, base: tmp, sharesZod: use === "shared" };
 	}
 	let kept = contexts.get(appDir);
 	contexts.delete(appDir);
@@ -496,20 +482,13 @@ async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts, runtime) {
 			contexts.delete(oldest);
 			await old.ctx.dispose();
 		}
-		kept = { entry: appEntryPath, base: tmp, ctx: await esbuild.context(options(shared !== null)) };
+		kept = { entry: appEntryPath, base: tmp, ctx: await esbuild.context(options(true)) };
 	}
 	// Most recently used last: the first is the one to let go of.
 	contexts.set(appDir, kept);
+	let result;
 	try {
-		let result = await kept.ctx.rebuild();
-		if (use(result) === "mixed") {
-			// Bundled whole from now on, by a context of its own.
-			await kept.ctx.dispose();
-			kept.base = tmp;
-			kept.ctx = await esbuild.context(options(false));
-			result = await kept.ctx.rebuild();
-		}
-		return { result, base: kept.base, sharesZod: use(result) === "shared" };
+		result = await kept.ctx.rebuild();
 	} catch (err) {
 		// Errors in the app's code leave the context as sound as a success does (the next
 		// save, with the fix, rebuilds on it); anything else starts the next from scratch.
@@ -519,6 +498,8 @@ async function buildApp(esbuild, appDir, tmp, appEntryPath, contexts, runtime) {
 		}
 		throw err;
 	}
+	const use = zodUse(result.metafile, appDir, shared);
+	return use === "mixed" ? whole() : { result, base: kept.base, sharesZod: use === "shared" };
 }
 
 async function bundleNode(appDir, tmp, appEntryPath, manifestFiles, contexts) {
@@ -655,8 +636,8 @@ export async function bundleApp(appDirArg, outDirArg, contexts = null) {
 }
 
 /**
- * The SDK runtime alone (runtime.mjs and its chunks), the very files of every Node app's
- * share, into `outDirArg`, which must not exist: the root image holds them for its warm
+ * The SDK runtime alone (runtime.mjs, its chunks and runtime-zod.mjs), the very files of
+ * every Node app's share, into `outDirArg`, which must not exist: the root image holds them for its warm
  * Node (src/berth-init/node-warm.mjs).
  */
 export async function writeRuntime(outDirArg) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -78,19 +79,42 @@ static int bind_socket(const Daemon *d)
 	return fd;
 }
 
+/* Set the nice value of every thread of @pid (each thread has its own). */
+static int renice_threads(pid_t pid, int nice)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.' &&
+		    setpriority(PRIO_PROCESS, (id_t)atoi(e->d_name), nice) < 0)
+			r = -errno;
+	closedir(dir);
+	return r;
+}
+
 static void now_ready(Daemon *d)
 {
-	int start_nice;
+	int start_nice = 0, r;
 
 	d->state = DAEMON_READY;
-	/* Started: it serves at the apps' priority (one thread: a process's nice value is its
-	 * threads' own). */
-	errno = 0;
-	start_nice = getpriority(PRIO_PROCESS, d->pid);
-	if (errno != 0)
-		start_nice = 0;
-	if (setpriority(PRIO_PROCESS, d->pid, 0) < 0)
-		journal_logf("cannot give the %s its priority back: %m", d->title);
+	/* Started: a held daemon serves at the apps' priority from now on. */
+	if (d->hold) {
+		errno = 0;
+		start_nice = getpriority(PRIO_PROCESS, d->pid);
+		if (errno != 0)
+			start_nice = 0;
+		r = renice_threads(d->pid, 0);
+		if (r < 0)
+			journal_logf("cannot give the %s its priority back: %s", d->title,
+				     strerror(-r));
+	}
 	/* activated: on the socket berth-init bound, which apps could connect to before. */
 	journal_event("daemon_started",
 		      json_pack("{s:s, s:i, s:i, s:s, s:s, s:b, s:i}", "daemon", d->name, "pid",
@@ -247,7 +271,8 @@ static _noreturn_ void exec_daemon(const Daemon *d, const char *const *extra, co
 	setsid();
 	if (chdir("/") < 0)
 		_exit(126);
-	(void)setpriority(PRIO_PROCESS, 0, DAEMON_START_NICE);
+	if (d->hold)
+		(void)setpriority(PRIO_PROCESS, 0, DAEMON_START_NICE);
 	const char *argv[DAEMON_ARGS_MAX + 3] = {"agent-init", d->binary};
 	size_t n = 2;
 

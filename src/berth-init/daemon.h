@@ -23,9 +23,9 @@
 #define DAEMON_ENV_MAX 48
 #define DAEMON_ARGS_MAX 32
 #define DAEMON_PROBE_USEC (100 * USEC_PER_MSEC)
-/* A daemon starts at this nice value, and runs at 0 once it is listening: its start (most
- * of a second of guest CPU under emulation) comes after the apps', and must not slow the
- * first requests they are sent. */
+/* A held daemon (the context daemons) starts at this nice value, and runs at 0 once it is
+ * listening: its start (most of a second of guest CPU under emulation) comes right after
+ * the apps', and must not slow the first requests they are sent. */
 #define DAEMON_START_NICE 10
 
 typedef enum DaemonState {

@@ -26,6 +26,7 @@ const IMAGE_RUNTIME = "/usr/lib/berth/node-runtime/runtime.mjs";
 // is Berth's copy; the app's bundle takes the module under ZOD_KEY instead when it is set.
 const IMAGE_ZOD = "/usr/lib/berth/node-runtime/runtime-zod.mjs";
 const ZOD_KEY = Symbol.for("berth.runtime.zod");
+const ZOD_GLOBALS = ["__zod_globalConfig", "__zod_globalRegistry"];
 const PRELOAD_MARK = Symbol.for("berth.runtime.preload");
 // What the SDK runtime, the SDK in an app's bundle and undici (egress) load. Not a module
 // that touches process.stdout or process.stderr as it loads (assert does): those streams
@@ -71,7 +72,11 @@ async function preloadRuntime() {
 	}
 }
 
-/** The root image's zod module and its bytes, or null when the image has none. */
+/**
+ * The root image's zod module and its bytes, or null when the image has none. zod makes two
+ * globals as it loads, which an app's own zod would take over: they are kept aside, and
+ * given back only to an app that takes this module.
+ */
 async function preloadZod() {
 	let bytes;
 	try {
@@ -80,34 +85,55 @@ async function preloadZod() {
 		if (err.code === "ENOENT") return null;
 		throw err;
 	}
-	return { bytes, module: await import(pathToFileURL(IMAGE_ZOD).href) };
+	const module = await import(pathToFileURL(IMAGE_ZOD).href);
+	const globals = {};
+	for (const name of ZOD_GLOBALS) {
+		globals[name] = globalThis[name];
+		delete globalThis[name];
+	}
+	return { bytes, module, globals };
 }
 
 /**
  * Schemas of the kinds apps declare, built, checked and failed once, so that V8 has compiled
- * that much of zod here rather than in each app's start. Math.random() must not be drawn
- * before the app's seed (below): drawn here, every clone would share its stream, so here it
- * throws instead.
+ * that much of zod here rather than in each app's start.
  */
 function warmUpZod({ z }) {
+	const item = z.object({
+		id: z.string().min(1).max(64),
+		text: z.string().describe("what it says"),
+		count: z.number().int().optional(),
+		done: z.boolean().default(false),
+		kind: z.enum(["a", "b"]),
+		tags: z.array(z.string()),
+	});
+	const list = z.object({ items: z.array(item), next: z.union([z.string(), z.null()]) });
+	list.parse({ items: [{ id: "1", text: "t", kind: "a", tags: ["x"] }], next: null });
+	list.safeParse({ items: [{ id: "", text: 1, kind: "c" }] });
+}
+
+/**
+ * Math.random() made to throw until restore() is called: drawn before the app's seed
+ * (below), its stream would be every clone's. `drawn` is the error it throws.
+ */
+function trapRandom() {
 	const random = Math.random;
+	const drawn = new Error("Math.random() was drawn before the app's seed");
 	Math.random = () => {
-		throw new Error("the warm-up of zod drew Math.random()");
+		throw drawn;
 	};
+	return { drawn, restore: () => (Math.random = random) };
+}
+
+/** A warm-up: only a speed-up, so an error of its own is dropped; a draw of Math.random() is not. */
+async function warmUp(fn) {
+	const trap = trapRandom();
 	try {
-		const item = z.object({
-			id: z.string().min(1).max(64),
-			text: z.string().describe("what it says"),
-			count: z.number().int().optional(),
-			done: z.boolean().default(false),
-			kind: z.enum(["a", "b"]),
-			tags: z.array(z.string()),
-		});
-		const list = z.object({ items: z.array(item), next: z.union([z.string(), z.null()]) });
-		list.parse({ items: [{ id: "1", text: "t", kind: "a", tags: ["x"] }], next: null });
-		list.safeParse({ items: [{ id: "", text: 1, kind: "c" }] });
+		await fn();
+	} catch (err) {
+		if (err === trap.drawn) throw err;
 	} finally {
-		Math.random = random;
+		trap.restore();
 	}
 }
 
@@ -138,10 +164,14 @@ try {
 	// once per process, besides the module itself.
 	for (const m of PRELOAD) await import(`node:${m}`);
 	await exerciseUnixSockets(await import("node:net"));
+	// Neither may draw Math.random() as it loads: that fails the warm Node instead (and
+	// the VM's Node apps are exec'd).
+	const trap = trapRandom();
 	preloaded = await preloadRuntime();
-	preloaded?.warmUp?.();
 	preloadedZod = await preloadZod();
-	if (preloadedZod !== null) warmUpZod(preloadedZod.module);
+	trap.restore();
+	if (preloaded !== null) await warmUp(() => preloaded.warmUp());
+	if (preloadedZod !== null) await warmUp(() => warmUpZod(preloadedZod.module));
 	collectGarbage();
 	({ takeApp } = createRequire(import.meta.url)(ADDON));
 } catch (err) {
@@ -162,9 +192,11 @@ const runtime = `${app.dir}/runtime.mjs`;
 process.argv = [process.argv[0], runtime];
 // An app bundled by the SDK the root image was made with has these very bytes in its
 // share: the runtime preloaded above is its runtime, already compiled, and runs it; so
-// with zod, for an app whose bundle imports the share's runtime-zod.mjs.
+// with zod, for an app whose bundle takes zod from the runtime (the runtime then loads no
+// other).
 if (preloadedZod !== null && shareHas("runtime-zod.mjs", preloadedZod.bytes)) {
 	process.stderr.write("[berth:runtime] runtime-zod.mjs is the root image's, loaded before the app\n");
+	Object.assign(globalThis, preloadedZod.globals);
 	globalThis[ZOD_KEY] = preloadedZod.module;
 }
 if (preloaded !== null && shareHas("runtime.mjs", preloaded.bytes)) {

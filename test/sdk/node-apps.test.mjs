@@ -18,10 +18,12 @@ const { createLocalSemanticFs } = await import(join(SDK, "src", "semantic-fs.mjs
 const work = tempDir();
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-/** Bundle an app, import its dist/index.mjs, run its hooks against local stand-ins. */
+/** Bundle an app, import its dist/index.mjs (with the share's zod, as the runtime gives
+ * it), run its hooks against local stand-ins. */
 async function loadApp(name) {
 	const share = join(work, `${name}-share`);
 	await bundleApp(join(ROOT, "apps", name), share);
+	globalThis[Symbol.for("berth.runtime.zod")] ??= await import(pathToFileURL(join(share, "runtime-zod.mjs")).href);
 	const mod = await import(pathToFileURL(join(share, "dist", "index.mjs")).href);
 	const reg = appRegistry(mod.default);
 	assert.ok(reg, "default export is a defineApp() result");

@@ -98,7 +98,7 @@ test("node app: one JSON line, the share's files, exit 0", () => {
 	assert.equal(readFileSync(join(out, "berth.yml"), "utf8"), readFileSync(join(ROOT, "apps", "notes", "berth.yml"), "utf8"));
 	const index = readFileSync(join(out, "dist", "index.mjs"), "utf8");
 	assert.ok(!/from\s*["'](zod|@berthos\/sdk)["']/.test(index), "the SDK is inlined, and zod is no package import");
-	assert.ok(index.includes('await import("../runtime-zod.mjs")'), "zod is the share's runtime-zod.mjs");
+	assert.ok(index.includes('globalThis[Symbol.for("berth.runtime.zod")]'), "zod is the module the runtime gives it");
 	assert.ok(!existsSync(join(out, ".berth-runtime")));
 });
 
@@ -234,12 +234,17 @@ test("zod: an app's import of Berth's zod is the share's runtime-zod.mjs, or the
 	assert.deepEqual(readFileSync(join(out, "runtime-zod.mjs")), readFileSync(join(runtimeOnly, "runtime-zod.mjs")));
 	assert.ok(statSync(join(out, "dist", "index.mjs")).size < 64 * 1024, "none of zod's code is in the app's bundle");
 	const index = pathToFileURL(join(out, "dist", "index.mjs")).href;
-	// Without a warm Node, the share's copy; a warm Node's is taken as it is.
-	assert.equal(runModule(out, `const m = await import(${JSON.stringify(index)}); const z = await import("./runtime-zod.mjs"); console.log(m.zodRef === z.z, m.zodRef.object === z.object);`), "true true");
+	// The bundle takes the zod module it is given (the runtime gives the share's, or a warm
+	// Node the image's), and says what to do when there is none.
+	const given = (file) => `const z = await import(${JSON.stringify(pathToFileURL(file).href)}); globalThis[Symbol.for("berth.runtime.zod")] = z;`;
+	assert.equal(runModule(out, `${given(join(out, "runtime-zod.mjs"))} const m = await import(${JSON.stringify(index)}); console.log(m.zodRef === z.z, m.zodRef.object === z.object);`), "true true");
 	assert.equal(
-		runModule(out, `const z = await import(${JSON.stringify(pathToFileURL(join(runtimeOnly, "runtime-zod.mjs")).href)}); globalThis[Symbol.for("berth.runtime.zod")] = z; const m = await import(${JSON.stringify(index)}); const own = await import("./runtime-zod.mjs"); console.log(m.zodRef === z.z, m.zodRef === own.z);`),
+		runModule(out, `${given(join(runtimeOnly, "runtime-zod.mjs"))} const m = await import(${JSON.stringify(index)}); const own = await import("./runtime-zod.mjs"); console.log(m.zodRef === z.z, m.zodRef === own.z);`),
 		"true false",
 	);
+	const alone = spawnSync(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(index)});`], { encoding: "utf8" });
+	assert.notEqual(alone.status, 0);
+	assert.match(alone.stderr, /this app's bundle takes zod from Berth's runtime: start it with the share's runtime\.mjs/);
 	// It validates as zod does: the runtime answers through it.
 	const sock = join(work, "zod-shared.sock");
 	const rt = await startRuntime(out, { BERTH_RPC_SOCKET: sock }).ready;
@@ -265,6 +270,14 @@ test("zod: an app's import of Berth's zod is the share's runtime-zod.mjs, or the
 	assert.ok(!rm.verdict.files.includes("runtime-zod.mjs"), rm.verdict.files);
 	assert.ok(!readFileSync(join(mixedOut, "dist", "index.mjs"), "utf8").includes("runtime-zod.mjs"));
 	assert.equal(runModule(mixedOut, `console.log((await import("./dist/index.mjs")).same);`), "true");
+	// No top-level await in the stand-in: an app's ES module that uses zod still runs as a
+	// CommonJS file require()s it.
+	const required = nodeApp("zod-required", 'import b from "./b.cjs";\nimport { defineApp } from "@berthos/sdk";\nexport const kind = typeof b.s?.parse;\nexport default defineApp((app) => app.export({ name: "check", handler: () => ({}) }));\n');
+	writeFileSync(join(required, "src", "b.cjs"), 'module.exports = require("./a.mjs");\n');
+	writeFileSync(join(required, "src", "a.mjs"), 'import { z } from "zod";\nexport const s = z.string();\n');
+	const requiredOut = join(work, "zod-required-out");
+	assert.equal(runBundler(required, requiredOut).status, 0);
+	assert.equal(runModule(requiredOut, `${given(join(requiredOut, "runtime-zod.mjs"))} console.log((await import("./dist/index.mjs")).kind);`), "function");
 	// An app that uses none of zod has no copy of it.
 	const none = nodeApp("zod-none", 'import { defineApp } from "@berthos/sdk";\nexport default defineApp((app) => app.export({ name: "check", handler: () => ({}) }));\n');
 	const rn = runBundler(none, join(work, "zod-none-out"));
@@ -283,6 +296,12 @@ test("zod: an app's import of Berth's zod is the share's runtime-zod.mjs, or the
 		assert.ok(!second.files.includes("runtime-zod.mjs"), second.files);
 		assert.equal(second.digest, runBundler(sharing, join(work, "zod-serve-os-2")).verdict.digest);
 		assert.equal(runModule(join(work, "zod-serve-2"), `console.log((await import("./dist/index.mjs")).same);`), "true");
+		// And when that import goes again, the app shares zod again.
+		writeFileSync(join(sharing, "src", "index.mjs"), readFileSync(join(sharing, "src", "index.mjs"), "utf8").replace(/import \* as core[^]*$/, ""));
+		const third = await s.ask({ app: sharing, out: join(work, "zod-serve-3") });
+		assert.equal(third.ok, true, JSON.stringify(third));
+		assert.equal(third.digest, first.digest);
+		assert.ok(third.files.includes("runtime-zod.mjs"), third.files);
 		assert.equal(await s.end(), 0);
 	} finally {
 		s.kill();

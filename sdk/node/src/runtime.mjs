@@ -14,6 +14,7 @@ import { readManifestBytes, validateManifest } from "./manifest.mjs";
 import { PARSED_COPY_NAME, parsedCopy, valueFromCopy } from "./manifest-copy.mjs";
 import { governanceGate, invokeExport, logRuntime, responseLine, serveLines } from "./rpc.mjs";
 import { connectSemanticFs, createLocalSemanticFs, createUnavailableSemanticFs } from "./semantic-fs.mjs";
+import { SHARED_ZOD_FILE, SHARED_ZOD_KEY } from "./zod-stand-in.mjs";
 
 class StartupError extends Error {}
 
@@ -235,6 +236,11 @@ export async function main(env = process.env) {
 			},
 		};
 
+		// A bundle whose zod is Berth's takes it from here (zod-stand-in.mjs): the share's
+		// copy, unless a restored VM's warm Node set the root image's, the same bytes.
+		const zodKey = Symbol.for(SHARED_ZOD_KEY);
+		const sharedZod = join(dirname(entry), "..", SHARED_ZOD_FILE);
+		if (!globalThis[zodKey] && existsSync(sharedZod)) globalThis[zodKey] = await import(pathToFileURL(sharedZod).href);
 		logRuntime(`loading app entry ${entry}`);
 		const mod = await import(pathToFileURL(entry).href);
 		const registry = appRegistry(mod.default);

@@ -229,7 +229,7 @@ function berthPlugin(appDir, shared = null) {
 		setup(build) {
 			build.onResolve({ filter: /.*/ }, async (args) => {
 				if (args.pluginData?.[INNER]) return undefined;
-						// A package of Berth's importing one of its own files: esbuild resolves it,
+				// A package of Berth's importing one of its own files: esbuild resolves it,
 				// and onLoad below still refuses a file that is neither Berth's nor the app's.
 				// Most of a bundle's imports are these (zod's, among its own files), and
 				// asking esbuild again for each cost about half of a bundle's time.
@@ -409,9 +409,8 @@ async function runtimeBundle(esbuild) {
 	const r = await esbuild.build({ ...runtimeOptions(), plugins: [berthPlugin(BERTH_ROOT)] });
 	const files = {};
 	for (const f of r.outputFiles) files[relative(BERTH_ROOT, f.path)] = Buffer.from(f.contents);
-	const zodOutput = Object.entries(r.metafile.outputs).find(([, o]) => o.entryPoint && resolve(BERTH_ROOT, o.entryPoint).endsWith(`${sep}zod-shared.mjs`));
-	if (!zodOutput) throw new BundleError("the SDK runtime's bundle has no zod module (sdk/node/src/zod-shared.mjs)");
-	const zodExports = zodOutput[1].exports;
+	const zodExports = r.metafile.outputs[SHARED_ZOD_FILE]?.exports;
+	if (!zodExports) throw new BundleError(`the SDK runtime's bundle has no ${SHARED_ZOD_FILE}`);
 	try {
 		const inputs = {};
 		for (const p of Object.keys(r.metafile.inputs)) {

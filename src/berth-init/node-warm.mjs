@@ -13,6 +13,7 @@
 // the preloaded one when the share's runtime.mjs is the same bytes.
 import { readFileSync, writeSync } from "node:fs";
 import { createRequire } from "node:module";
+import { basename } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -51,18 +52,23 @@ async function exerciseUnixSockets(net) {
 	await new Promise((resolve) => server.close(resolve));
 }
 
+/** A file of the root image's, or null when the image has none. */
+function imageFile(path) {
+	try {
+		return readFileSync(path);
+	} catch (err) {
+		if (err.code === "ENOENT") return null;
+		throw err;
+	}
+}
+
 /**
  * The root image's SDK runtime, imported with PRELOAD_MARK set, so that its main() does not
  * run, and its bytes, to compare with an app's share; null when the image has none.
  */
 async function preloadRuntime() {
-	let bytes;
-	try {
-		bytes = readFileSync(IMAGE_RUNTIME);
-	} catch (err) {
-		if (err.code === "ENOENT") return null;
-		throw err;
-	}
+	const bytes = imageFile(IMAGE_RUNTIME);
+	if (bytes === null) return null;
 	globalThis[PRELOAD_MARK] = true;
 	try {
 		const { main, warmUp } = await import(pathToFileURL(IMAGE_RUNTIME).href);
@@ -78,13 +84,8 @@ async function preloadRuntime() {
  * given back only to an app that takes this module.
  */
 async function preloadZod() {
-	let bytes;
-	try {
-		bytes = readFileSync(IMAGE_ZOD);
-	} catch (err) {
-		if (err.code === "ENOENT") return null;
-		throw err;
-	}
+	const bytes = imageFile(IMAGE_ZOD);
+	if (bytes === null) return null;
 	const module = await import(pathToFileURL(IMAGE_ZOD).href);
 	const globals = {};
 	for (const name of ZOD_GLOBALS) {
@@ -194,12 +195,12 @@ process.argv = [process.argv[0], runtime];
 // share: the runtime preloaded above is its runtime, already compiled, and runs it; so
 // with zod, for an app whose bundle takes zod from the runtime (the runtime then loads no
 // other).
-if (preloadedZod !== null && shareHas("runtime-zod.mjs", preloadedZod.bytes)) {
+if (preloadedZod !== null && shareHas(basename(IMAGE_ZOD), preloadedZod.bytes)) {
 	process.stderr.write("[berth:runtime] runtime-zod.mjs is the root image's, loaded before the app\n");
 	Object.assign(globalThis, preloadedZod.globals);
 	globalThis[ZOD_KEY] = preloadedZod.module;
 }
-if (preloaded !== null && shareHas("runtime.mjs", preloaded.bytes)) {
+if (preloaded !== null && shareHas(basename(IMAGE_RUNTIME), preloaded.bytes)) {
 	process.stderr.write("[berth:runtime] runtime.mjs is the root image's, loaded before the app\n");
 	await preloaded.main();
 } else await import(pathToFileURL(runtime).href);

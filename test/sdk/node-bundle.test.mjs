@@ -211,6 +211,17 @@ function nodeApp(name, index, exports = "  - name: check\n") {
 	return dir;
 }
 
+/** nodeApp(), with `extra` files under src/, bundled into <name>-out: {app, out, verdict},
+ * or a failed assertion. */
+function bundledNodeApp(name, index, extra = {}) {
+	const app = nodeApp(name, index);
+	for (const [file, text] of Object.entries(extra)) writeFileSync(join(app, "src", file), text);
+	const out = join(work, `${name}-out`);
+	const r = runBundler(app, out);
+	assert.equal(r.status, 0, r.stdout + r.stderr);
+	return { app, out, verdict: r.verdict };
+}
+
 /** Node run on an ES module's source in `dir`: its stdout, or a failed assertion. */
 function runModule(dir, source) {
 	const r = spawnSync(process.execPath, ["--input-type=module", "-e", source], { cwd: dir, encoding: "utf8", timeout: 60000 });
@@ -219,15 +230,12 @@ function runModule(dir, source) {
 }
 
 test("zod: an app's import of Berth's zod is the share's runtime-zod.mjs, or the module a warm Node set", async () => {
-	const sharing = nodeApp(
+	const { app: sharing, out, verdict } = bundledNodeApp(
 		"zod-shared",
 		'import { z } from "zod";\nimport { defineApp } from "@berthos/sdk";\nexport const zodRef = z;\n' +
 			'export default defineApp((app) => app.export({ name: "check", input: z.object({ n: z.number() }), handler: ({ n }) => ({ n }) }));\n',
 	);
-	const out = join(work, "zod-shared-out");
-	const r = runBundler(sharing, out);
-	assert.equal(r.status, 0, r.stdout + r.stderr);
-	assert.ok(r.verdict.files.includes("runtime-zod.mjs"), r.verdict.files);
+	assert.ok(verdict.files.includes("runtime-zod.mjs"), verdict.files);
 	// The very file the root image's warm Node loads (bundle.mjs --runtime).
 	const runtimeOnly = join(work, "zod-runtime-only");
 	assert.equal(runBundler("--runtime", runtimeOnly).status, 0);
@@ -259,37 +267,32 @@ test("zod: an app's import of Berth's zod is the share's runtime-zod.mjs, or the
 	}
 
 	// An app that also imports another of zod's entry points needs one zod: its own.
-	const mixed = nodeApp(
+	const mixed = bundledNodeApp(
 		"zod-mixed",
 		'import { z } from "zod";\nimport * as core from "zod/v4/core";\nimport { defineApp } from "@berthos/sdk";\n' +
 			"export const same = z.string() instanceof core.$ZodType;\nexport default defineApp((app) => app.export({ name: \"check\", handler: () => ({}) }));\n",
 	);
-	const mixedOut = join(work, "zod-mixed-out");
-	const rm = runBundler(mixed, mixedOut);
-	assert.equal(rm.status, 0, rm.stdout + rm.stderr);
-	assert.ok(!rm.verdict.files.includes("runtime-zod.mjs"), rm.verdict.files);
-	assert.ok(!readFileSync(join(mixedOut, "dist", "index.mjs"), "utf8").includes("runtime-zod.mjs"));
-	assert.equal(runModule(mixedOut, `console.log((await import("./dist/index.mjs")).same);`), "true");
+	assert.ok(!mixed.verdict.files.includes("runtime-zod.mjs"), mixed.verdict.files);
+	assert.ok(!readFileSync(join(mixed.out, "dist", "index.mjs"), "utf8").includes('Symbol.for("berth.runtime.zod")'), "no stand-in");
+	assert.equal(runModule(mixed.out, `console.log((await import("./dist/index.mjs")).same);`), "true");
 	// No top-level await in the stand-in: an app's ES module that uses zod still runs as a
 	// CommonJS file require()s it.
-	const required = nodeApp("zod-required", 'import b from "./b.cjs";\nimport { defineApp } from "@berthos/sdk";\nexport const kind = typeof b.s?.parse;\nexport default defineApp((app) => app.export({ name: "check", handler: () => ({}) }));\n');
-	writeFileSync(join(required, "src", "b.cjs"), 'module.exports = require("./a.mjs");\n');
-	writeFileSync(join(required, "src", "a.mjs"), 'import { z } from "zod";\nexport const s = z.string();\n');
-	const requiredOut = join(work, "zod-required-out");
-	assert.equal(runBundler(required, requiredOut).status, 0);
-	assert.equal(runModule(requiredOut, `${given(join(requiredOut, "runtime-zod.mjs"))} console.log((await import("./dist/index.mjs")).kind);`), "function");
+	const required = bundledNodeApp(
+		"zod-required",
+		'import b from "./b.cjs";\nimport { defineApp } from "@berthos/sdk";\nexport const kind = typeof b.s?.parse;\nexport default defineApp((app) => app.export({ name: "check", handler: () => ({}) }));\n',
+		{ "b.cjs": 'module.exports = require("./a.mjs");\n', "a.mjs": 'import { z } from "zod";\nexport const s = z.string();\n' },
+	);
+	assert.equal(runModule(required.out, `${given(join(required.out, "runtime-zod.mjs"))} console.log((await import("./dist/index.mjs")).kind);`), "function");
 	// An app that uses none of zod has no copy of it.
-	const none = nodeApp("zod-none", 'import { defineApp } from "@berthos/sdk";\nexport default defineApp((app) => app.export({ name: "check", handler: () => ({}) }));\n');
-	const rn = runBundler(none, join(work, "zod-none-out"));
-	assert.equal(rn.status, 0, rn.stdout + rn.stderr);
-	assert.ok(!rn.verdict.files.includes("runtime-zod.mjs"), rn.verdict.files);
+	const none = bundledNodeApp("zod-none", 'import { defineApp } from "@berthos/sdk";\nexport default defineApp((app) => app.export({ name: "check", handler: () => ({}) }));\n');
+	assert.ok(!none.verdict.files.includes("runtime-zod.mjs"), none.verdict.files);
 
 	// --serve's kept context: the same shares, and an edit that adds another entry point of
 	// zod's makes the app bundle its own.
 	const s = serveSession();
 	try {
 		const first = await s.ask({ app: sharing, out: join(work, "zod-serve-1") });
-		assert.equal(first.digest, r.verdict.digest);
+		assert.equal(first.digest, verdict.digest);
 		writeFileSync(join(sharing, "src", "index.mjs"), readFileSync(join(sharing, "src", "index.mjs"), "utf8") + 'import * as core from "zod/v4/core";\nexport const same = z.string() instanceof core.$ZodType;\n');
 		const second = await s.ask({ app: sharing, out: join(work, "zod-serve-2") });
 		assert.equal(second.ok, true, JSON.stringify(second));

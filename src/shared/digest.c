@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -147,8 +149,10 @@ static int write_nonzero_pages(int out_fd, const unsigned char *buf, size_t len,
 {
 	size_t run = 0, at = 0;
 
-	for (size_t i = 0; i <= len; i += COPY_PAGE_BYTES) {
-		bool zero = i == len || page_is_zero(buf + i, MIN(COPY_PAGE_BYTES, len - i));
+	/* One step past the last page, which may be short, writes the last run out. */
+	for (size_t i = 0;; i += COPY_PAGE_BYTES) {
+		bool end = i >= len,
+		     zero = end || page_is_zero(buf + i, MIN(COPY_PAGE_BYTES, len - i));
 
 		if (!zero) {
 			if (run == 0)
@@ -166,7 +170,7 @@ static int write_nonzero_pages(int out_fd, const unsigned char *buf, size_t len,
 			at += (size_t)n;
 			run -= (size_t)n;
 		}
-		if (i == len)
+		if (end)
 			break;
 	}
 	return 0;
@@ -178,13 +182,108 @@ int sha256_chunked_fd_hex(int fd, uint64_t chunk, char ret_hex[SHA256_HEX_LEN + 
 	return sha256_chunked_copy_fd_hex(fd, chunk, -EBADF, ret_hex, ret_hashed_bytes);
 }
 
+/* Chunks per round of the workers: their digests are folded in order between rounds, so
+ * memory stays bounded whatever the file's size. */
+#define CHUNKED_ROUND 1024
+#define CHUNKED_WORKERS_MAX 4
+
+/* One round of sha256_chunked_copy_fd_hex(): chunks [first, first + count), each worker
+ * taking every step-th of them, so that a file whose data lies in one part of it still
+ * spreads over all of them. */
+typedef struct ChunkedRound {
+	int fd, out_fd;
+	uint64_t size, chunk, first, count;
+	unsigned step;
+	const unsigned char *zero_md;
+	unsigned char (*md)[SHA256_DIGEST_BYTES];
+	atomic_int error;
+} ChunkedRound;
+
+typedef struct ChunkedWorker {
+	ChunkedRound *round;
+	unsigned index;
+	unsigned char *buf;
+	uint64_t hashed;
+	pthread_t thread;
+	bool started;
+} ChunkedWorker;
+
+static int chunked_one(ChunkedRound *rd, unsigned char *buf, uint64_t i, uint64_t *hashed)
+{
+	uint64_t off = (rd->first + i) * rd->chunk;
+	size_t len = (size_t)MIN(rd->chunk, rd->size - off);
+	off_t data = lseek(rd->fd, (off_t)off, SEEK_DATA);
+	ssize_t n;
+	int r;
+
+	/* No data in [off, off+len): the chunk is a hole, all zeros. */
+	if (len == rd->chunk &&
+	    ((data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= off + len))) {
+		memcpy(rd->md[i], rd->zero_md, SHA256_DIGEST_BYTES);
+		return 0;
+	}
+	n = pread(rd->fd, buf, len, (off_t)off);
+	if (n != (ssize_t)len)
+		return n < 0 ? -errno : -EIO;
+	*hashed += len;
+	r = sha256_raw(buf, len, rd->md[i]);
+	if (r >= 0 && rd->out_fd >= 0)
+		r = write_nonzero_pages(rd->out_fd, buf, len, off);
+	return r;
+}
+
+static void *chunked_worker(void *userdata)
+{
+	ChunkedWorker *w = userdata;
+	ChunkedRound *rd = w->round;
+
+	for (uint64_t i = w->index; i < rd->count && atomic_load(&rd->error) == 0; i += rd->step) {
+		int r = chunked_one(rd, w->buf, i, &w->hashed);
+
+		if (r < 0) {
+			int none = 0;
+
+			(void)atomic_compare_exchange_strong(&rd->error, &none, r);
+		}
+	}
+	return NULL;
+}
+
+/* Run a round on @n workers: the calling thread is the first; a worker whose thread cannot
+ * be made runs on it too, afterwards. */
+static int chunked_round(ChunkedRound *rd, ChunkedWorker *workers, unsigned n)
+{
+	for (unsigned k = 1; k < n; k++)
+		workers[k].started =
+			pthread_create(&workers[k].thread, NULL, chunked_worker, &workers[k]) == 0;
+	(void)chunked_worker(&workers[0]);
+	for (unsigned k = 1; k < n; k++) {
+		if (workers[k].started)
+			(void)pthread_join(workers[k].thread, NULL);
+		else
+			(void)chunked_worker(&workers[k]);
+	}
+	return atomic_load(&rd->error);
+}
+
+static unsigned chunked_workers(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return (unsigned)MIN(MAX(cpus, 1L), (long)CHUNKED_WORKERS_MAX);
+}
+
 int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[SHA256_HEX_LEN + 1],
 			       uint64_t *ret_hashed_bytes)
 {
 	_cleanup_(sha256_freep) Sha256 *outer = sha256_new();
-	_cleanup_free_ unsigned char *buf = NULL;
-	unsigned char zero_md[SHA256_DIGEST_BYTES], md[SHA256_DIGEST_BYTES];
-	uint64_t size, hashed = 0;
+	_cleanup_free_ unsigned char(*md)[SHA256_DIGEST_BYTES] = NULL;
+	_cleanup_free_ unsigned char *bufs = NULL;
+	ChunkedWorker workers[CHUNKED_WORKERS_MAX] = {};
+	unsigned char zero_md[SHA256_DIGEST_BYTES];
+	unsigned n = chunked_workers();
+	ChunkedRound rd;
+	uint64_t chunks, hashed = 0;
 	struct stat st;
 	int r;
 
@@ -192,36 +291,38 @@ int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[
 		return outer ? -EINVAL : -ENOMEM;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	size = (uint64_t)st.st_size;
-	buf = calloc(1, chunk);
-	if (!buf)
+	/* One buffer per worker, the first zeroed for the zero chunk's digest. */
+	bufs = calloc(n, chunk);
+	md = calloc(CHUNKED_ROUND, sizeof(*md));
+	if (!bufs || !md)
 		return -ENOMEM;
-	r = sha256_raw(buf, chunk, zero_md);
+	r = sha256_raw(bufs, chunk, zero_md);
 	if (r < 0)
 		return r;
-	for (uint64_t off = 0; off < size; off += chunk) {
-		size_t len = (size_t)MIN(chunk, size - off);
-		off_t data = lseek(fd, (off_t)off, SEEK_DATA);
-
-		/* No data in [off, off+len): the chunk is a hole, all zeros. */
-		if (len == chunk &&
-		    ((data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= off + len))) {
-			r = sha256_update(outer, zero_md, sizeof(zero_md));
-		} else {
-			ssize_t n = pread(fd, buf, len, (off_t)off);
-
-			if (n != (ssize_t)len)
-				return n < 0 ? -errno : -EIO;
-			hashed += len;
-			r = sha256_raw(buf, len, md);
-			if (r >= 0)
-				r = sha256_update(outer, md, sizeof(md));
-			if (r >= 0 && out_fd >= 0)
-				r = write_nonzero_pages(out_fd, buf, len, off);
-		}
+	rd = (ChunkedRound){.fd = fd,
+			    .out_fd = out_fd,
+			    .size = (uint64_t)st.st_size,
+			    .chunk = chunk,
+			    .step = n,
+			    .zero_md = zero_md,
+			    .md = md};
+	chunks = rd.size / chunk + (rd.size % chunk != 0);
+	for (unsigned k = 0; k < n; k++)
+		workers[k] = (ChunkedWorker){.round = &rd, .index = k, .buf = bufs + k * chunk};
+	for (uint64_t first = 0; first < chunks; first += CHUNKED_ROUND) {
+		rd.first = first;
+		rd.count = MIN((uint64_t)CHUNKED_ROUND, chunks - first);
+		r = chunked_round(&rd, workers, n);
 		if (r < 0)
 			return r;
+		for (uint64_t i = 0; i < rd.count; i++) {
+			r = sha256_update(outer, md[i], sizeof(md[i]));
+			if (r < 0)
+				return r;
+		}
 	}
+	for (unsigned k = 0; k < n; k++)
+		hashed += workers[k].hashed;
 	if (ret_hashed_bytes)
 		*ret_hashed_bytes = hashed;
 	return sha256_final_hex(outer, ret_hex);

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "macros.h"
 #include "tests.h"
 
 TEST(sha256_known_vectors)
@@ -109,6 +112,52 @@ TEST(chunked_copy_writes_what_it_hashes_and_no_zero_page)
 	ASSERT_OK(fstat(out, &st));
 	ASSERT_EQ(st.st_blocks * 512, 2 * 4096);
 	close(src);
+	close(out);
+}
+
+/*
+ * The digest is read by several workers, each taking every n-th chunk, in rounds of a
+ * thousand chunks: over 2000 chunks of 4 KiB, data in scattered ones and a short tail, it
+ * must still be the sha256 of the chunks' sha256s in file order, and the copy the source
+ * (its last page too, shorter than a page).
+ */
+TEST(chunked_digest_in_order_over_rounds_and_workers)
+{
+	enum { CHUNK = 4096, CHUNKS = 2051 };
+	const size_t size = (size_t)CHUNKS * CHUNK - 100;
+	char path[] = "/tmp/berth-test-rounds-XXXXXX", a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1],
+	     want[SHA256_HEX_LEN + 1];
+	unsigned char *data = calloc(1, size), *digests = malloc((size_t)CHUNKS * 32);
+	int fd = mkstemp(path), out = memfd_create("test-rounds", MFD_CLOEXEC);
+	uint64_t hashed = 0;
+
+	ASSERT_TRUE(data && digests && fd >= 0 && out >= 0);
+	unlink(path);
+	ASSERT_OK(ftruncate(fd, (off_t)size));
+	ASSERT_OK(ftruncate(out, (off_t)size));
+	for (size_t c = 0; c < CHUNKS; c += 7) {
+		size_t off = c * CHUNK + (c % CHUNK);
+
+		if (off < size) {
+			data[off] = (unsigned char)(c | 1);
+			ASSERT_EQ(pwrite(fd, &data[off], 1, (off_t)off), 1);
+		}
+	}
+	data[size - 1] = 'z';
+	ASSERT_EQ(pwrite(fd, "z", 1, (off_t)(size - 1)), 1);
+	for (size_t c = 0; c < CHUNKS; c++)
+		SHA256(data + c * CHUNK, MIN((size_t)CHUNK, size - c * CHUNK), digests + c * 32);
+	ASSERT_OK(sha256_buffer_hex(digests, (size_t)CHUNKS * 32, want));
+	ASSERT_OK(sha256_chunked_copy_fd_hex(fd, CHUNK, out, a, &hashed));
+	ASSERT_STREQ(a, want);
+	ASSERT_TRUE(hashed > 0 && hashed < size);
+	ASSERT_OK(sha256_chunked_fd_hex(out, CHUNK, b, NULL));
+	ASSERT_STREQ(b, want);
+	/* a worker's failed write fails the whole, whichever worker it was */
+	ASSERT_EQ(sha256_chunked_copy_fd_hex(fd, CHUNK, 9999, a, NULL), -EBADF);
+	free(data);
+	free(digests);
+	close(fd);
 	close(out);
 }
 

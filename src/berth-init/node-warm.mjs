@@ -25,6 +25,8 @@ const ADDON = "/usr/libexec/berth/berth-node-confine.node";
 const IMAGE_RUNTIME = "/usr/lib/berth/node-runtime/runtime.mjs";
 // zod, which the bundler puts in a share beside the runtime when the app's `import "zod"`
 // is Berth's copy; the app's bundle takes the module under ZOD_KEY instead when it is set.
+// The file's name and the key are the SDK's SHARED_ZOD_FILE and SHARED_ZOD_KEY
+// (sdk/node/src/zod-stand-in.mjs): this script is not bundled, and cannot import them.
 const IMAGE_ZOD = "/usr/lib/berth/node-runtime/runtime-zod.mjs";
 const ZOD_KEY = Symbol.for("berth.runtime.zod");
 const ZOD_GLOBALS = ["__zod_globalConfig", "__zod_globalRegistry"];

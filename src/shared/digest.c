@@ -266,22 +266,24 @@ static int chunked_round(ChunkedRound *rd, ChunkedWorker *workers, unsigned n)
 	return atomic_load(&rd->error);
 }
 
-static unsigned chunked_workers(void)
+int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[SHA256_HEX_LEN + 1],
+			       uint64_t *ret_hashed_bytes)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	return (unsigned)MIN(MAX(cpus, 1L), (long)CHUNKED_WORKERS_MAX);
+	return sha256_chunked_copy_fd_hex_workers(fd, chunk, out_fd, (unsigned)MAX(cpus, 1L),
+						  ret_hex, ret_hashed_bytes);
 }
 
-int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[SHA256_HEX_LEN + 1],
-			       uint64_t *ret_hashed_bytes)
+int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsigned n_workers,
+				       char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_hashed_bytes)
 {
 	_cleanup_(sha256_freep) Sha256 *outer = sha256_new();
 	_cleanup_free_ unsigned char(*md)[SHA256_DIGEST_BYTES] = NULL;
 	_cleanup_free_ unsigned char *bufs = NULL;
 	ChunkedWorker workers[CHUNKED_WORKERS_MAX] = {};
 	unsigned char zero_md[SHA256_DIGEST_BYTES];
-	unsigned n = chunked_workers();
+	unsigned n = MIN(MAX(n_workers, 1u), (unsigned)CHUNKED_WORKERS_MAX);
 	ChunkedRound rd;
 	uint64_t chunks, hashed = 0;
 	struct stat st;

@@ -116,8 +116,8 @@ TEST(chunked_copy_writes_what_it_hashes_and_no_zero_page)
 }
 
 /*
- * The digest is read by several workers, each taking every n-th chunk, in rounds of a
- * thousand chunks: over 2000 chunks of 4 KiB, data in scattered ones and a short tail, it
+ * The digest is read by several workers, each taking every n-th chunk, in rounds of 1024
+ * chunks: over 2000 chunks of 4 KiB, data in scattered ones and a short tail, it
  * must still be the sha256 of the chunks' sha256s in file order, and the copy the source
  * (its last page too, shorter than a page).
  */
@@ -129,7 +129,6 @@ TEST(chunked_digest_in_order_over_rounds_and_workers)
 	     want[SHA256_HEX_LEN + 1];
 	unsigned char *data = calloc(1, size), *digests = malloc((size_t)CHUNKS * 32);
 	int fd = mkstemp(path), out = memfd_create("test-rounds", MFD_CLOEXEC);
-	uint64_t hashed = 0;
 
 	ASSERT_TRUE(data && digests && fd >= 0 && out >= 0);
 	unlink(path);
@@ -148,13 +147,24 @@ TEST(chunked_digest_in_order_over_rounds_and_workers)
 	for (size_t c = 0; c < CHUNKS; c++)
 		SHA256(data + c * CHUNK, MIN((size_t)CHUNK, size - c * CHUNK), digests + c * 32);
 	ASSERT_OK(sha256_buffer_hex(digests, (size_t)CHUNKS * 32, want));
-	ASSERT_OK(sha256_chunked_copy_fd_hex(fd, CHUNK, out, a, &hashed));
+	/* However many workers there are, whatever this machine's CPUs: one to four. */
+	for (unsigned workers = 1; workers <= 4; workers++) {
+		uint64_t hashed = 0;
+
+		ASSERT_OK(ftruncate(out, 0));
+		ASSERT_OK(ftruncate(out, (off_t)size));
+		ASSERT_OK(sha256_chunked_copy_fd_hex_workers(fd, CHUNK, out, workers, a, &hashed));
+		ASSERT_STREQ(a, want);
+		ASSERT_TRUE(hashed > 0 && hashed < size);
+		ASSERT_OK(sha256_chunked_fd_hex(out, CHUNK, b, NULL));
+		ASSERT_STREQ(b, want);
+		/* a worker's failed write fails the whole, whichever worker it was */
+		ASSERT_EQ(sha256_chunked_copy_fd_hex_workers(fd, CHUNK, 9999, workers, a, NULL),
+			  -EBADF);
+	}
+	/* and the one callers use, one worker per CPU */
+	ASSERT_OK(sha256_chunked_fd_hex(fd, CHUNK, a, NULL));
 	ASSERT_STREQ(a, want);
-	ASSERT_TRUE(hashed > 0 && hashed < size);
-	ASSERT_OK(sha256_chunked_fd_hex(out, CHUNK, b, NULL));
-	ASSERT_STREQ(b, want);
-	/* a worker's failed write fails the whole, whichever worker it was */
-	ASSERT_EQ(sha256_chunked_copy_fd_hex(fd, CHUNK, 9999, a, NULL), -EBADF);
 	free(data);
 	free(digests);
 	close(fd);

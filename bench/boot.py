@@ -8,6 +8,10 @@ trivial init that powers off at once, measured in the same run and interleaved s
 see the same machine load. Prints medians and the ratio; --json for a machine-readable
 record.
 
+For restores it also reports berth-vmm's own account of the snapshot's memory (vmm.log:
+"copied in N ms (waited M ms for it)"): the copy and hash into the VM's memory, and how
+long QEMU's load waited for them.
+
 --against VMM also restores with another berth-vmm binary (an A/B of two builds, say
 main's and a branch's, built with the same pins), interleaved with the rest: it gets a
 BERTH_HOME of its own beside the first, holding links to the same artifacts and the
@@ -20,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -79,7 +84,8 @@ def bare_boot_argv(argv, initrd):
 
 def berth_boot(home, name, cold=True, vmm=VMM):
     """berth-vmm run → the guest's boot_complete event on the control port: a kernel boot, or
-    (cold=False) a restore from the warm-start snapshot. Returns the seconds and the boot mode."""
+    (cold=False) a restore from the warm-start snapshot. Returns the seconds, the boot mode and
+    for a restore (copy ms, waited ms) of the snapshot's memory from vmm.log, else None."""
     env = dict(os.environ, BERTH_HOME=home)
     run_dir = os.path.join(home, "run/vm", name)
     t0 = time.monotonic()
@@ -101,9 +107,11 @@ def berth_boot(home, name, cold=True, vmm=VMM):
     elapsed = time.monotonic() - t0
     s.close()
     mode = json.load(open(os.path.join(run_dir, "vm.json")))["boot"]["mode"]
+    with open(os.path.join(run_dir, "vmm.log"), errors="replace") as f:
+        copy = re.search(r"snapshot's memory: \d+ MiB copied in (\d+) ms \(waited (\d+) ms", f.read())
     subprocess.run([BERTH, "vm", "stop", name], env=env, check=True, stdout=subprocess.DEVNULL,
                    timeout=60)
-    return elapsed, mode
+    return elapsed, mode, (int(copy.group(1)), int(copy.group(2))) if copy else None
 
 
 def engine_argv(home, name):
@@ -139,6 +147,15 @@ def home_for(vmm, home):
     return other
 
 
+def copy_medians(copies):
+    """{copyMs, waitedMs} medians of berth_boot()'s copy figures, or None without any."""
+    found = [c for c in copies if c]
+    if not found:
+        return None
+    return {"copyMs": round(statistics.median(c[0] for c in found)),
+            "waitedMs": round(statistics.median(c[1] for c in found))}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=5)
@@ -151,7 +168,7 @@ def main():
     try:
         initrd = build_trivial_initrd(work)
         argv, vm = engine_argv(home, "bench-probe")
-        bare, ours, restored = [], [], []
+        bare, ours, restored, copies, against_copies = [], [], [], [], []
         berth_boot(home, "bench-warmup")  # formats the state disk once, outside the timing
         # A restore needs the snapshot of this very berth-vmm (`berth vm install` makes it).
         can_restore = berth_boot(home, "bench-warmup", cold=False)[1] == "restored"
@@ -165,9 +182,13 @@ def main():
             bare.append(bare_boot({"argv": argv}, initrd))
             ours.append(berth_boot(home, f"bench-{i}")[0])
             if can_restore:
-                restored.append(berth_boot(home, f"bench-r{i}", cold=False)[0])
+                t, _, copy = berth_boot(home, f"bench-r{i}", cold=False)
+                restored.append(t)
+                copies.append(copy)
             if other:
-                against.append(berth_boot(other, f"bench-a{i}", cold=False, vmm=args.against)[0])
+                t, _, copy = berth_boot(other, f"bench-a{i}", cold=False, vmm=args.against)
+                against.append(t)
+                against_copies.append(copy)
         os.unlink(os.path.join(home, "bench-state.img"))
         result = {
             "runs": args.n,
@@ -183,6 +204,8 @@ def main():
             "againstRestoredToBootCompleteMedianMs": round(statistics.median(against) * 1000) if against else None,
             "againstRestoredMs": [round(x * 1000) for x in against],
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}",
+            "restoredMemoryCopy": copy_medians(copies),
+            "againstRestoredMemoryCopy": copy_medians(against_copies),
         }
         if args.json:
             print(json.dumps(result, indent=2))
@@ -194,11 +217,17 @@ def main():
             if restored:
                 print(f"  berth-vmm run, restored, to boot_complete:      median {result['restoredToBootCompleteMedianMs']} ms  {result['restoredMs']}"
                       f"  ({round(statistics.median(restored) / statistics.median(bare), 2)}x the bare boot)")
+                if result["restoredMemoryCopy"]:
+                    print(f"    the snapshot's memory copied in median {result['restoredMemoryCopy']['copyMs']} ms, "
+                          f"QEMU's load waited {result['restoredMemoryCopy']['waitedMs']} ms for it")
             else:
                 print("  (no restore: no warm-start snapshot for this berth-vmm; run `berth vm install --vmm build/src/berth-vmm/berth-vmm`)")
             if against:
                 print(f"  restored with {args.against}:  median {result['againstRestoredToBootCompleteMedianMs']} ms  {result['againstRestoredMs']}"
                       f"  ({round(statistics.median(against) / statistics.median(bare), 2)}x the bare boot)")
+                if result["againstRestoredMemoryCopy"]:
+                    print(f"    the snapshot's memory copied in median {result['againstRestoredMemoryCopy']['copyMs']} ms, "
+                          f"QEMU's load waited {result['againstRestoredMemoryCopy']['waitedMs']} ms for it")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if other:

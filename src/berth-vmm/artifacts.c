@@ -25,18 +25,29 @@ static int mismatch(const Artifact *a, const Pin *pin, char *err, size_t errlen)
 	return -EPERM;
 }
 
+#define RECORD_KIND "sha256"
+
+/* A pinned file that matched: remembered, so that an unchanged one is not hashed again. */
+static void remember(const Artifact *a)
+{
+	if (a->record_dir && a->pinned && !a->by_record)
+		(void)hash_record_save(a->record_dir, a->fd, &a->stamp, RECORD_KIND, a->sha256);
+}
+
 /* @defer: open it and leave the hash to artifact_measured(), the pin's digest standing in
  * until then (only for a pinned disk, which is refused unless they match). */
-static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_match, bool defer,
-		    char *err, size_t errlen)
+static int open_one(Artifact *a, const char *vm_dir, const char *path, const Pin *pin,
+		    bool must_match, bool defer, char *err, size_t errlen)
 {
 	struct stat st;
 	long t0 = now_ms();
 	int r;
 
 	a->path = strdup(path);
-	if (!a->path)
+	if (!a->path || (must_match && asprintf(&a->record_dir, "%s/hashed", vm_dir) < 0)) {
+		a->record_dir = NULL;
 		return -ENOMEM;
+	}
 	a->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (a->fd < 0 && errno == ENOENT && pin->kind >= ARTIFACT_BASE_MAX)
 		return -ENOENT; /* the caller says how to install a layer */
@@ -51,6 +62,13 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 	if (fstat(a->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: %s is not a regular file", pin->name, path);
 		return -EBADFD;
+	}
+	(void)hash_stamp_take(a->fd, &a->stamp);
+	if (must_match && hash_record_holds(a->record_dir, &a->stamp, RECORD_KIND, pin->sha256)) {
+		snprintf(a->sha256, sizeof(a->sha256), "%s", pin->sha256);
+		a->size = (uint64_t)st.st_size;
+		a->pinned = a->by_record = true;
+		return 0;
 	}
 	if (defer && must_match) {
 		snprintf(a->sha256, sizeof(a->sha256), "%s", pin->sha256);
@@ -67,6 +85,8 @@ static int open_one(Artifact *a, const char *path, const Pin *pin, bool must_mat
 	a->pinned = streq(a->sha256, pin->sha256);
 	if (must_match && !a->pinned)
 		return mismatch(a, pin, err, errlen);
+	if (must_match)
+		remember(a);
 	return 0;
 }
 
@@ -80,7 +100,10 @@ int artifact_measured(Artifact *a, ArtifactKind kind, const char *sha256, uint64
 	a->hash_ms = hash_ms;
 	a->pending = false;
 	a->pinned = streq(a->sha256, pin->sha256);
-	return a->pinned ? 0 : mismatch(a, pin, err, errlen);
+	if (!a->pinned)
+		return mismatch(a, pin, err, errlen);
+	remember(a);
+	return 0;
 }
 
 int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, bool defer,
@@ -98,7 +121,7 @@ int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, boo
 		path = override ? strdup(rootfs_override) : pin_install_path(vm_dir, k);
 		if (!path)
 			return -ENOMEM;
-		r = open_one(&ret->a[k], path, pin_get(k), !override, defer, err, errlen);
+		r = open_one(&ret->a[k], vm_dir, path, pin_get(k), !override, defer, err, errlen);
 	}
 	if (r < 0)
 		artifacts_done(ret);
@@ -111,6 +134,8 @@ void artifact_done(Artifact *a)
 	a->fd = -EBADF;
 	free(a->path);
 	a->path = NULL;
+	free(a->record_dir);
+	a->record_dir = NULL;
 }
 
 void artifacts_done(Artifacts *a)
@@ -136,7 +161,7 @@ int artifact_open_layer(const char *vm_dir, ArtifactKind kind, bool defer, Artif
 	path = pin_install_path(vm_dir, kind);
 	if (!path)
 		return -ENOMEM;
-	r = open_one(ret, path, pin_get(kind), true, defer, err, errlen);
+	r = open_one(ret, vm_dir, path, pin_get(kind), true, defer, err, errlen);
 	if (r == -ENOENT)
 		snprintf(err, errlen,
 			 "%s: %s is not installed. Install it with 'berth vm install --layer %s'",

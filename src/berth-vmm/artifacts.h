@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hash-record.h"
 #include "pins.h"
 
 /*
@@ -15,9 +16,12 @@ typedef struct Artifact {
 	char *path;
 	char sha256[65];
 	uint64_t size;
-	bool pinned;  /* sha256 equals the compiled-in pin */
-	bool pending; /* not hashed yet: sha256 is the pin's until artifact_measured() */
+	bool pinned;	/* sha256 equals the compiled-in pin */
+	bool pending;	/* not hashed yet: sha256 is the pin's until artifact_measured() */
+	bool by_record; /* not hashed: unchanged since it was hashed and matched (hash-record.h) */
 	long hash_ms;
+	HashStamp stamp;  /* the file as it was opened */
+	char *record_dir; /* where its digest is remembered once it matched its pin */
 } Artifact;
 
 typedef struct Artifacts {
@@ -26,7 +30,8 @@ typedef struct Artifacts {
 
 /*
  * artifacts_open_verified() - open the kernel, initrd and root image installed under @vm_dir
- * for the compiled-in pins and check each against its pin.
+ * for the compiled-in pins and check each against its pin. A pinned file unchanged since it
+ * last matched is not hashed again (hash-record.h; the records are in @vm_dir/hashed).
  * @rootfs_override: a root image to boot instead (reported as not pinned), or NULL.
  * @defer: open them but leave the checks of the pinned ones to artifact_measured()
  * (measure.h): each is marked pending until then, and used by nothing before it is

@@ -40,8 +40,9 @@ typedef struct Measure {
  * only. 0, or a negative errno (nothing started). */
 int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n);
 /* Start copying @from into @to in a child (a snapshot's RAM into the VM's memory), with the
- * chunked digest of what it copied (sha256_chunked_copy_fd_hex(), @chunk-byte chunks). */
-int measure_start_copy(Measure *m, int from, uint64_t chunk, int to);
+ * chunked digest of what it copied (sha256_chunked_copy_fd_hex(), @chunk-byte chunks) when
+ * @hash, or only the copy (the result's sha256 empty). */
+int measure_start_copy(Measure *m, int from, uint64_t chunk, int to, bool hash);
 
 /* Wait until @deadline_ms (CLOCK_MONOTONIC, now_ms()) for every result. 0 with
  * m->results filled, or a negative errno (the child is killed); a second call returns the

@@ -481,14 +481,27 @@ static int ram_loaded(Vmm *v, char *err, size_t errlen)
 	int r = measure_finish(&v->ram_load, t0 + RESTORE_TIMEOUT_MS);
 	const MeasureResult *res = &v->ram_load.results[0];
 
-	v->ram_image_fd = safe_close(v->ram_image_fd);
 	if (r >= 0)
 		r = res->error;
 	if (r < 0) {
+		v->ram_image_fd = safe_close(v->ram_image_fd);
 		snprintf(err, errlen, "cannot load the snapshot's memory %.512s (%s)",
 			 v->snapshot.ram_path, strerror(-r));
 		return r;
 	}
+	if (v->ram_by_record) {
+		v->ram_image_fd = safe_close(v->ram_image_fd);
+		log_info(
+			"the snapshot's memory: %llu MiB copied in %lld ms (waited %lld ms for it; "
+			"not hashed, unchanged since it matched)",
+			(unsigned long long)(res->bytes >> 20), (long long)res->ms,
+			(long long)(now_ms() - t0));
+		return 0;
+	}
+	if (streq(res->sha256, v->snapshot.ram_sha256))
+		(void)hash_record_save(v->ram_record_dir, v->ram_image_fd, &v->ram_stamp,
+				       SNAPSHOT_RAM_RECORD_KIND, res->sha256);
+	v->ram_image_fd = safe_close(v->ram_image_fd);
 	if (!streq(res->sha256, v->snapshot.ram_sha256)) {
 		snprintf(err, errlen,
 			 "the snapshot's memory %.512s failed its check (chunked sha256 %.12s; "
@@ -611,8 +624,8 @@ static int start_engine(Vmm *v)
 		return log_error_errno(r, "cannot start measuring the disks: %m");
 	/* A restore's memory is copied beside QEMU's start, by a child of its own. */
 	if (v->restore) {
-		r = measure_start_copy(&v->ram_load, v->ram_image_fd, SNAPSHOT_RAM_CHUNK,
-				       v->ram_fd);
+		r = measure_start_copy(&v->ram_load, v->ram_image_fd, SNAPSHOT_RAM_CHUNK, v->ram_fd,
+				       !v->ram_by_record);
 		if (r < 0)
 			return log_error_errno(r, "cannot start loading the snapshot's memory: %m");
 	}

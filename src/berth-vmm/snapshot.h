@@ -38,6 +38,8 @@
 #define SNAPSHOT_FILE_MAX (4ULL * 1024 * 1024 * 1024) /* more than any guest's RAM image */
 /* The RAM image's digest chunks: small, since a guest's pages lie scattered over it. */
 #define SNAPSHOT_RAM_CHUNK (64 * 1024)
+/* The kind of its digest, as remembered for an unchanged file (hash-record.h). */
+#define SNAPSHOT_RAM_RECORD_KIND "chunked-64KiB-sha256"
 /* The template's placeholder disks: the largest state disk (--state-size's limit), boot
  * disk and app share image a restored VM may have. */
 #define SNAPSHOT_STATE_BYTES (1ULL << 40)

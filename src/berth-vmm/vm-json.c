@@ -22,9 +22,10 @@ static json_t *artifact_json(const Artifact *a, const char *name)
 	/* Until it is measured, a disk says only what it must turn out to be. */
 	json_t *o = a->pending ? json_pack("{s:b, s:s, s:I}", "pending", true, "pinnedSha256",
 					   a->sha256, "sizeBytes", (json_int_t)a->size)
-			       : json_pack("{s:s, s:b, s:I, s:I}", "sha256", a->sha256, "pinned",
-					   a->pinned, "sizeBytes", (json_int_t)a->size, "hashMs",
-					   (json_int_t)a->hash_ms);
+			       : json_pack("{s:s, s:b, s:I, s:I, s:s}", "sha256", a->sha256,
+					   "pinned", a->pinned, "sizeBytes", (json_int_t)a->size,
+					   "hashMs", (json_int_t)a->hash_ms, "checkedBy",
+					   a->by_record ? "record" : "hash");
 
 	if (o && (streq(name, "rootfs") || strneq(name, "layer-", 6))) {
 		json_object_set_new(o, "fstype", json_string("erofs"));
@@ -103,12 +104,12 @@ static json_t *boot_json(const Vmm *v)
 	if (!v->restore)
 		return json_pack("{s:s, s:s}", "mode", "cold", "reason",
 				 v->boot_reason[0] ? v->boot_reason : "no snapshot");
-	return json_pack("{s:s, s:{s:s, s:I, s:s, s:I, s:s, s:s, s:o}}", "mode", "restored",
-			 "snapshot", "sha256", v->snapshot.sha256, "size",
-			 (json_int_t)v->snapshot.size, "ramSha256", v->snapshot.ram_sha256,
-			 "ramSize", (json_int_t)v->snapshot.ram_size, "createdAt",
-			 v->snapshot.created_at, "dir", v->snapshot.dir, "madeFrom",
-			 snapshot_key_to_json(&v->snapshot_key));
+	return json_pack(
+		"{s:s, s:{s:s, s:I, s:s, s:s, s:I, s:s, s:s, s:o}}", "mode", "restored", "snapshot",
+		"sha256", v->snapshot.sha256, "size", (json_int_t)v->snapshot.size, "ramSha256",
+		v->snapshot.ram_sha256, "ramCheckedBy", v->ram_by_record ? "record" : "hash",
+		"ramSize", (json_int_t)v->snapshot.ram_size, "createdAt", v->snapshot.created_at,
+		"dir", v->snapshot.dir, "madeFrom", snapshot_key_to_json(&v->snapshot_key));
 }
 
 int vmm_write_state(Vmm *v, const char *state)

@@ -805,6 +805,19 @@ static int try_restore(Vmm *v)
 		if (r >= 0)
 			v->ram_image_fd = r;
 	}
+	if (r >= 0) {
+		_cleanup_free_ char *vm_dir = berth_vm_dir();
+
+		if (!vm_dir || asprintf(&v->ram_record_dir, "%s/hashed", vm_dir) < 0) {
+			v->ram_record_dir = NULL;
+			return -ENOMEM;
+		}
+		/* Copied without its digest when it is the file that matched last time. */
+		(void)hash_stamp_take(v->ram_image_fd, &v->ram_stamp);
+		v->ram_by_record =
+			hash_record_holds(v->ram_record_dir, &v->ram_stamp,
+					  SNAPSHOT_RAM_RECORD_KIND, v->snapshot.ram_sha256);
+	}
 	if (r < 0) {
 		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", why);
 		if (r != -ENOENT)
@@ -1213,6 +1226,7 @@ static void cleanup(Vmm *v)
 	measure_cancel(&v->measure);
 	measure_cancel(&v->ram_load);
 	safe_close(v->ram_image_fd);
+	free(v->ram_record_dir);
 	safe_close(v->ram_fd);
 	artifacts_done(&v->artifacts);
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)

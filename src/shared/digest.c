@@ -195,7 +195,7 @@ typedef struct ChunkedRound {
 	uint64_t size, chunk, first, count;
 	unsigned step;
 	const unsigned char *zero_md;
-	unsigned char (*md)[SHA256_DIGEST_BYTES];
+	unsigned char (*md)[SHA256_DIGEST_BYTES]; /* NULL: copy only */
 	atomic_int error;
 } ChunkedRound;
 
@@ -219,14 +219,15 @@ static int chunked_one(ChunkedRound *rd, unsigned char *buf, uint64_t i, uint64_
 	/* No data in [off, off+len): the chunk is a hole, all zeros. */
 	if (len == rd->chunk &&
 	    ((data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= off + len))) {
-		memcpy(rd->md[i], rd->zero_md, SHA256_DIGEST_BYTES);
+		if (rd->md)
+			memcpy(rd->md[i], rd->zero_md, SHA256_DIGEST_BYTES);
 		return 0;
 	}
 	n = pread(rd->fd, buf, len, (off_t)off);
 	if (n != (ssize_t)len)
 		return n < 0 ? -errno : -EIO;
 	*hashed += len;
-	r = sha256_raw(buf, len, rd->md[i]);
+	r = rd->md ? sha256_raw(buf, len, rd->md[i]) : 0;
 	if (r >= 0 && rd->out_fd >= 0)
 		r = write_nonzero_pages(rd->out_fd, buf, len, off);
 	return r;
@@ -275,6 +276,14 @@ int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[
 						  ret_hex, ret_hashed_bytes);
 }
 
+int chunked_copy_fd(int fd, uint64_t chunk, int out_fd, uint64_t *ret_copied_bytes)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return sha256_chunked_copy_fd_hex_workers(fd, chunk, out_fd, (unsigned)MAX(cpus, 1L), NULL,
+						  ret_copied_bytes);
+}
+
 int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsigned n_workers,
 				       char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_hashed_bytes)
 {
@@ -298,7 +307,7 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 	md = calloc(CHUNKED_ROUND, sizeof(*md));
 	if (!bufs || !md)
 		return -ENOMEM;
-	r = sha256_raw(bufs, chunk, zero_md);
+	r = ret_hex ? sha256_raw(bufs, chunk, zero_md) : 0;
 	if (r < 0)
 		return r;
 	rd = (ChunkedRound){.fd = fd,
@@ -307,7 +316,7 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 			    .chunk = chunk,
 			    .step = n,
 			    .zero_md = zero_md,
-			    .md = md};
+			    .md = ret_hex ? md : NULL};
 	chunks = rd.size / chunk + (rd.size % chunk != 0);
 	for (unsigned k = 0; k < n; k++)
 		workers[k] = (ChunkedWorker){.round = &rd, .index = k, .buf = bufs + k * chunk};
@@ -317,7 +326,7 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 		r = chunked_round(&rd, workers, n);
 		if (r < 0)
 			return r;
-		for (uint64_t i = 0; i < rd.count; i++) {
+		for (uint64_t i = 0; ret_hex && i < rd.count; i++) {
 			r = sha256_update(outer, md[i], sizeof(md[i]));
 			if (r < 0)
 				return r;
@@ -327,5 +336,5 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 		hashed += workers[k].hashed;
 	if (ret_hashed_bytes)
 		*ret_hashed_bytes = hashed;
-	return sha256_final_hex(outer, ret_hex);
+	return ret_hex ? sha256_final_hex(outer, ret_hex) : 0;
 }

@@ -51,7 +51,11 @@ int sha256_chunked_fd_hex(int fd, uint64_t chunk, char ret_hex[SHA256_HEX_LEN + 
 int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[SHA256_HEX_LEN + 1],
 			       uint64_t *ret_hashed_bytes);
 /* The same on @n_workers threads (1 to 4; sha256_chunked_copy_fd_hex() takes one per CPU),
- * each reading every @n_workers-th chunk: the digest does not depend on how many. */
+ * each reading every @n_workers-th chunk: the digest does not depend on how many. With
+ * @ret_hex NULL it only copies. */
 int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsigned n_workers,
 				       char ret_hex[SHA256_HEX_LEN + 1],
 				       uint64_t *ret_hashed_bytes);
+/* The copy of sha256_chunked_copy_fd_hex() without the digest, for a file known to be
+ * unchanged since it was hashed (berth-vmm's hash-record.h). */
+int chunked_copy_fd(int fd, uint64_t chunk, int out_fd, uint64_t *ret_copied_bytes);

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 88
+plan 90
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -258,7 +258,19 @@ check "and confined the same way" \
 	python3 -c 'import ast,sys; s=ast.literal_eval(sys.argv[1]); sys.exit(not(s["Uid"].split()[0] != "0" and s["CapBnd"] == s["CapEff"] == "0000000000000000" and s["NoNewPrivs"] == "1" and s["Seccomp"] == "2"))' "$(ida status)"
 check "with the same seccomp filters" test "$(ida udp) $(ida afAlg)" = "EPERM EPERM"
 undev alpha
-# --- Tampered memory: one byte flipped among the data the template left, the size unchanged.
+# --- Remembered: a snapshot's memory that matched is copied, not hashed, on a later restore
+# while the file is unchanged (hash-record.h); one changed just before is hashed again.
+ram_checked=
+for _ in 1 2 3; do
+	dev alpha
+	ram_checked=$(json_get "$(vmj alpha)" boot snapshot ramCheckedBy 2>/dev/null)
+	undev alpha
+	[ "$ram_checked" = record ] && break
+done
+check "a restore copies a snapshot's memory that matched before without hashing it again" \
+	test "$ram_checked" = record
+# --- Tampered memory: one byte flipped among the data the template left, the size unchanged;
+# remembered as matching, so the flip alone must make it hashed again.
 flip "$snapdir/ram" data+$((4096 * 7 + 123))
 dev alpha
 check "a snapshot whose memory was tampered with is refused: the VM boots cold" test "$(boot_mode alpha)" = cold
@@ -356,7 +368,9 @@ no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
 # --- The disks a restored VM reads are measured while QEMU loads the snapshot.
 dev alpha
 check "a restored VM's kernel, initramfs, root image and state disk are measured before it runs" \
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measurements"]; sys.exit(not(d["boot"]["mode"] == "restored" and all(m[k]["pinned"] and len(m[k]["sha256"]) == 64 for k in ("kernel", "initrd", "rootfs")) and len(m["state"]["chunkedSha256"]) == 64 and not any("pending" in v for v in m.values() if isinstance(v, dict))))' "$(vmj alpha)"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measurements"]; sys.exit(not(d["boot"]["mode"] == "restored" and all(m[k]["pinned"] and len(m[k]["sha256"]) == 64 and m[k]["checkedBy"] in ("hash", "record") for k in ("kernel", "initrd", "rootfs")) and len(m["state"]["chunkedSha256"]) == 64 and not any("pending" in v for v in m.values() if isinstance(v, dict))))' "$(vmj alpha)"
+check "the root image, unchanged since an earlier start matched it, was not hashed again" \
+	test "$(json_get "$(vmj alpha)" measurements rootfs checkedBy)" = record
 undev alpha
 # refused_on_restore FILE OFFSET PIN WHAT: with a byte of the pinned FILE changed at
 # OFFSET, berth dev is refused with PIN's mismatch although a snapshot would restore: the
@@ -383,6 +397,7 @@ refused_on_restore() {
 	check "and no QEMU is left of it" no_vm_left
 	cp "$BERTH_HOME/tampered.good" "$file"
 }
+# Both are remembered as matching (above): the changed byte alone must have them hashed again.
 refused_on_restore "$(ls "$BERTH_HOME"/vm/rootfs/rootfs-*.erofs)" 8192 rootfs "root image"
 # A restore's QEMU does not read the kernel: it is measured beside the load, like the disks.
 refused_on_restore "$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)" 4096 kernel kernel

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,7 +80,7 @@ TEST(a_copy_fills_the_memory_and_digests_what_it_wrote)
 	ASSERT_TRUE(mem >= 0);
 	ASSERT_OK(ftruncate(mem, 8 * 1024 * 1024));
 	ASSERT_OK(sha256_chunked_fd_hex(image, 64 * 1024, want, NULL));
-	ASSERT_OK(measure_start_copy(&m, image, 64 * 1024, mem));
+	ASSERT_OK(measure_start_copy(&m, image, 64 * 1024, mem, true));
 	ASSERT_OK(measure_finish(&m, now_ms() + 20000));
 	ASSERT_EQ(m.results[0].error, 0);
 	ASSERT_STREQ(m.results[0].sha256, want);
@@ -87,6 +88,31 @@ TEST(a_copy_fills_the_memory_and_digests_what_it_wrote)
 	ASSERT_OK(sha256_chunked_fd_hex(mem, 64 * 1024, got, NULL));
 	ASSERT_STREQ(got, want);
 	ASSERT_EQ(m.pid, 0);
+	close(image);
+	close(mem);
+}
+
+TEST(a_copy_without_its_digest_copies_the_same)
+{
+	int image = make_file("ram-only", 8 * 1024 * 1024, 1024 * 1024 + 4096, 70000);
+	int mem = memfd_create("test-measure-ram-only", MFD_CLOEXEC);
+	char want[65], got[65];
+	struct stat st;
+	Measure m;
+
+	ASSERT_TRUE(mem >= 0);
+	ASSERT_OK(ftruncate(mem, 8 * 1024 * 1024));
+	ASSERT_OK(sha256_chunked_fd_hex(image, 64 * 1024, want, NULL));
+	ASSERT_OK(measure_start_copy(&m, image, 64 * 1024, mem, false));
+	ASSERT_OK(measure_finish(&m, now_ms() + 20000));
+	ASSERT_EQ(m.results[0].error, 0);
+	ASSERT_STREQ(m.results[0].sha256, "");
+	ASSERT_TRUE(m.results[0].bytes > 0);
+	ASSERT_OK(sha256_chunked_fd_hex(mem, 64 * 1024, got, NULL));
+	ASSERT_STREQ(got, want);
+	/* Only the data's pages were written: the memory holds no more than the image. */
+	ASSERT_OK(fstat(mem, &st));
+	ASSERT_TRUE((uint64_t)st.st_blocks * 512 <= 2 * 1024 * 1024);
 	close(image);
 	close(mem);
 }

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/*
+ * A digest remembered while its file stays unchanged (docs/warm-start.md).
+ *
+ * Hashing the root image, the kernel and a snapshot's memory again on every start is, on a
+ * small host, most of a restore's CPU. A file that matched its pin or its snapshot's record
+ * is remembered by its device and inode with its size, modification and change times; while
+ * all of them are the same, it holds the bytes it held when it was hashed. Writing to a file,
+ * truncating it, renaming another over it or changing its times or mode all move its change
+ * time, which no one but root can set: such a file is hashed in full again.
+ *
+ * A file changed within HASH_RECORD_MARGIN_NS before it was opened is not remembered: a
+ * write in the same tick of the file system's clock may leave its times as they were.
+ */
+
+#define HASH_RECORD_MARGIN_NS (2 * 1000000000LL)
+/* Records kept in a directory at most: the oldest go first. */
+#define HASH_RECORD_MAX 64
+
+/* What a file was when it was opened to be hashed. */
+typedef struct HashStamp {
+	struct stat st;
+	int64_t taken_ns; /* CLOCK_REALTIME */
+	bool valid;
+} HashStamp;
+
+/* Stamp @fd now, before it is read. */
+int hash_stamp_take(int fd, HashStamp *ret);
+
+/*
+ * hash_record_holds() - whether @dir remembers the file stamped in @s, as it is now, as
+ * having the digest @sha256 of kind @kind (how it was computed: "sha256", "chunked-1MiB").
+ * Anything missing, unreadable or different is false: the caller hashes the file.
+ */
+bool hash_record_holds(const char *dir, const HashStamp *s, const char *kind, const char *sha256);
+
+/*
+ * hash_record_save() - remember that the file @fd, stamped in @before and since hashed, has
+ * the digest @sha256 of @kind. Nothing is saved (-ESTALE) when @fd changed since @before
+ * or had changed too shortly before it; @dir is made (0700) when missing.
+ */
+int hash_record_save(const char *dir, int fd, const HashStamp *before, const char *kind,
+		     const char *sha256);

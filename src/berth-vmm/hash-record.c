@@ -52,6 +52,13 @@ int hash_stamp_take(int fd, HashStamp *ret)
 	return 0;
 }
 
+bool hash_stamp_unchanged(int fd, const HashStamp *s)
+{
+	struct stat now;
+
+	return s->valid && fstat(fd, &now) >= 0 && same_file(&s->st, &now);
+}
+
 bool hash_record_holds(const char *dir, const HashStamp *s, const char *kind, const char *sha256)
 {
 	char path[4096], text[RECORD_BYTES_MAX + 1], r_kind[KIND_MAX + 1],

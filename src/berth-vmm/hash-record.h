@@ -33,6 +33,10 @@ typedef struct HashStamp {
 /* Stamp @fd now, before it is read. */
 int hash_stamp_take(int fd, HashStamp *ret);
 
+/* Whether @fd is still the file stamped in @s, unchanged: after reading a file trusted by its
+ * record, that nothing changed it while it was read. */
+bool hash_stamp_unchanged(int fd, const HashStamp *s);
+
 /*
  * hash_record_holds() - whether @dir remembers the file stamped in @s, as it is now, as
  * having the digest @sha256 of kind @kind (how it was computed: "sha256", "chunked-1MiB").

@@ -490,7 +490,16 @@ static int ram_loaded(Vmm *v, char *err, size_t errlen)
 		return r;
 	}
 	if (v->ram_by_record) {
+		/* Not hashed: nothing may have written to it while it was copied either. */
+		bool unchanged = hash_stamp_unchanged(v->ram_image_fd, &v->ram_stamp);
+
 		v->ram_image_fd = safe_close(v->ram_image_fd);
+		if (!unchanged) {
+			snprintf(err, errlen,
+				 "the snapshot's memory %.512s changed while it was copied",
+				 v->snapshot.ram_path);
+			return -EBADMSG;
+		}
 		log_info(
 			"the snapshot's memory: %llu MiB copied in %lld ms (waited %lld ms for it; "
 			"not hashed, unchanged since it matched)",

@@ -97,6 +97,23 @@ TEST(a_changed_file_is_hashed_again)
 	close(fd);
 }
 
+TEST(a_file_written_after_its_stamp_is_not_unchanged)
+{
+	int fd = make_file("copied", "a snapshot's memory");
+	HashStamp s = stamp_now(fd);
+	struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = 1000000000}};
+
+	ASSERT_TRUE(hash_stamp_unchanged(fd, &s));
+	ASSERT_OK(futimens(fd, times));
+	ASSERT_FALSE(hash_stamp_unchanged(fd, &s));
+	s = stamp_now(fd);
+	ASSERT_OK(ftruncate(fd, 5));
+	ASSERT_FALSE(hash_stamp_unchanged(fd, &s));
+	s.valid = false;
+	ASSERT_FALSE(hash_stamp_unchanged(fd, &s));
+	close(fd);
+}
+
 TEST(another_file_at_the_same_path_has_no_record)
 {
 	char path[sizeof(root) + 64], tmp[sizeof(root) + 64];

@@ -6,13 +6,16 @@ interleaved run by run:
   * the bare boot of the same pinned kernel with a trivial init (bench/boot.py's baseline);
   * `berth dev` to its "VM ready" line for apps/notes (Node) and apps/hello-world-py
     (Python), restored from the warm-start snapshot and booted cold (`--cold`);
-  * making the snapshot (`berth-vmm snapshot --force`), once, unmeasured warm-up first.
+  * making the snapshot (`berth-vmm snapshot --force`), once, unmeasured warm-up first;
+  * with --rehash, the restored runs again with berth-vmm's remembered digests removed
+    before each (~/.berth/vm/hashed, docs/warm-start.md "Remembered digests"): every file
+    hashed, as before they were remembered.
 
 Each `berth dev` reports its restore (or boot) time, the rest of "VM ready" being the
 bundle and the app's own start; the guest's events split the latter further (restored →
 boot_complete → app_started → app_ready), from the VM's vmm.log.
 
-Usage: bench/warm.py [-n RUNS] [--json]  (artifacts installed in BERTH_HOME or ~/.berth,
+Usage: bench/warm.py [-n RUNS] [--rehash] [--json]  (artifacts installed in BERTH_HOME or ~/.berth,
 e.g. by scripts/main-job.sh)
 """
 import argparse
@@ -48,6 +51,11 @@ def guest_phases(home, vm_name):
     return t
 
 
+def forget_digests(home):
+    """Remove what berth-vmm remembers of files that matched: the next start hashes them."""
+    shutil.rmtree(os.path.join(home, "vm/hashed"), ignore_errors=True)
+
+
 def one(app, env, cold, home):
     argv_extra = ["--cold"] if cold else []
     p, ready, bundle, boot, lines = start(app, env, argv_extra)
@@ -81,6 +89,8 @@ def start(app, env, extra):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=3)
+    ap.add_argument("--rehash", action="store_true",
+                    help="also restore with the remembered digests removed before each run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     home = os.environ.get("BERTH_HOME") or os.path.expanduser("~/.berth")
@@ -107,6 +117,8 @@ def main():
                              "notesWarmRestore", "notesColdBoot", "notesWarmAppStart",
                              "notesColdAppStart", "pyWarmAppStart", "pyColdAppStart",
                              "notesBundleUnchanged")}
+        if args.rehash:
+            r.update({"notesWarmHashed": [], "pyWarmHashed": []})
         for _ in range(args.n):
             r["bare"].append(bootbench.bare_boot({"argv": argv}, initrd))
             t, b, s, bu = one(apps["notes"], env, False, home)
@@ -118,6 +130,11 @@ def main():
             r["pyWarm"].append(t), r["pyWarmAppStart"].append(s)
             t, _, s, _ = one(apps["hello-world-py"], env, True, home)
             r["pyCold"].append(t), r["pyColdAppStart"].append(s)
+            if args.rehash:
+                forget_digests(home)
+                r["notesWarmHashed"].append(one(apps["notes"], env, False, home)[0])
+                forget_digests(home)
+                r["pyWarmHashed"].append(one(apps["hello-world-py"], env, False, home)[0])
         med = {k: round(statistics.median(v) * 1000) for k, v in r.items()}
         result = {"runs": args.n, "accelerator": vm["accelerator"], "snapshot": snapshot_line,
                   "medianMs": med,
@@ -142,6 +159,10 @@ def main():
                   f" ({med[c] / med['bare']:.2f}x; app start {med[cs]} ms)")
             if wr:
                 print(f"    restore {med[wr]} ms against a cold boot of {med[cb]} ms")
+            if args.rehash:
+                h = w.replace("Warm", "WarmHashed")
+                print(f"    restored with every file hashed (no remembered digests) median {med[h]} ms"
+                      f" ({med[h] / med['bare']:.2f}x)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

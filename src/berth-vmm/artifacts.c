@@ -34,20 +34,27 @@ static void remember(const Artifact *a)
 		(void)hash_record_save(a->record_dir, a->fd, &a->stamp, RECORD_KIND, a->sha256);
 }
 
-/* @defer: open it and leave the hash to artifact_measured(), the pin's digest standing in
+/* How one artifact is opened: @must_match its pin (else only recorded, as for --rootfs);
+ * @defer: open it and leave the hash to artifact_measured(), the pin's digest standing in
  * until then (only for a pinned disk, which is refused unless they match). */
-static int open_one(Artifact *a, const char *vm_dir, const char *path, const Pin *pin,
-		    bool must_match, bool defer, char *err, size_t errlen)
+typedef struct OpenSpec {
+	const Pin *pin;
+	bool must_match;
+	bool defer;
+} OpenSpec;
+
+static int open_one(Artifact *a, const char *path, const OpenSpec *o, char *err, size_t errlen)
 {
+	const Pin *pin = o->pin;
+	bool must_match = o->must_match, defer = o->defer;
 	struct stat st;
 	long t0 = now_ms();
 	int r;
 
 	a->path = strdup(path);
-	if (!a->path || (must_match && asprintf(&a->record_dir, "%s/hashed", vm_dir) < 0)) {
-		a->record_dir = NULL;
+	/* The user's own records, wherever the artifacts are (hash-record.h). */
+	if (!a->path || (must_match && !(a->record_dir = hash_record_dir())))
 		return -ENOMEM;
-	}
 	a->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (a->fd < 0 && errno == ENOENT && pin->kind >= ARTIFACT_BASE_MAX)
 		return -ENOENT; /* the caller says how to install a layer */
@@ -121,7 +128,10 @@ int artifacts_open_verified(const char *vm_dir, const char *rootfs_override, boo
 		path = override ? strdup(rootfs_override) : pin_install_path(vm_dir, k);
 		if (!path)
 			return -ENOMEM;
-		r = open_one(&ret->a[k], vm_dir, path, pin_get(k), !override, defer, err, errlen);
+		r = open_one(
+			&ret->a[k], path,
+			&(OpenSpec){.pin = pin_get(k), .must_match = !override, .defer = defer},
+			err, errlen);
 	}
 	if (r < 0)
 		artifacts_done(ret);
@@ -161,7 +171,9 @@ int artifact_open_layer(const char *vm_dir, ArtifactKind kind, bool defer, Artif
 	path = pin_install_path(vm_dir, kind);
 	if (!path)
 		return -ENOMEM;
-	r = open_one(ret, vm_dir, path, pin_get(kind), true, defer, err, errlen);
+	r = open_one(ret, path,
+		     &(OpenSpec){.pin = pin_get(kind), .must_match = true, .defer = defer}, err,
+		     errlen);
 	if (r == -ENOENT)
 		snprintf(err, errlen,
 			 "%s: %s is not installed. Install it with 'berth vm install --layer %s'",

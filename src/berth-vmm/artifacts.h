@@ -31,7 +31,7 @@ typedef struct Artifacts {
 /*
  * artifacts_open_verified() - open the kernel, initrd and root image installed under @vm_dir
  * for the compiled-in pins and check each against its pin. A pinned file unchanged since it
- * last matched is not hashed again (hash-record.h; the records are in @vm_dir/hashed).
+ * last matched is not hashed again (hash-record.h; the user's records, whatever @vm_dir).
  * @rootfs_override: a root image to boot instead (reported as not pinned), or NULL.
  * @defer: open them but leave the checks of the pinned ones to artifact_measured()
  * (measure.h): each is marked pending until then, and used by nothing before it is

@@ -15,39 +15,81 @@
 #include "digest.h"
 #include "hash-record.h"
 #include "macros.h"
+#include "paths.h"
 
 #define RECORD_VERSION 1
 #define RECORD_BYTES_MAX 512
 #define KIND_MAX 32
+/* Records removed by one save at most, for a directory over its cap. */
+#define PRUNE_PASSES 8
 
-static int64_t ts_ns(const struct timespec *t)
+static int ts_cmp(const struct timespec *a, const struct timespec *b)
 {
-	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+	if (a->tv_sec != b->tv_sec)
+		return a->tv_sec < b->tv_sec ? -1 : 1;
+	return a->tv_nsec < b->tv_nsec ? -1 : a->tv_nsec > b->tv_nsec;
 }
 
 /* The same file, as it was: a write, a truncation, a rename over it or a chmod differs. */
 static bool same_file(const struct stat *a, const struct stat *b)
 {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       ts_ns(&a->st_mtim) == ts_ns(&b->st_mtim) && ts_ns(&a->st_ctim) == ts_ns(&b->st_ctim);
+	       ts_cmp(&a->st_mtim, &b->st_mtim) == 0 && ts_cmp(&a->st_ctim, &b->st_ctim) == 0;
 }
 
-static int record_path(const char *dir, const struct stat *st, char *buf, size_t size)
+/* Changed longer than the margin before @now. */
+static bool settled(const struct timespec *t, const struct timespec *now)
 {
-	int n = snprintf(buf, size, "%s/%" PRIx64 "-%" PRIx64, dir, (uint64_t)st->st_dev,
-			 (uint64_t)st->st_ino);
+	struct timespec limit = {.tv_sec = now->tv_sec - HASH_RECORD_MARGIN_SEC,
+				 .tv_nsec = now->tv_nsec};
 
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	return ts_cmp(t, &limit) < 0;
+}
+
+static void record_name(const struct stat *st, char name[64])
+{
+	snprintf(name, 64, "%" PRIx64 "-%" PRIx64, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+}
+
+/* The caller's alone: its uid's, writable by no one else. */
+static bool ours(const struct stat *st)
+{
+	return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* The records' directory, reached without following a link, and only when it is ours. */
+static int open_dir(const char *dir, bool create)
+{
+	struct stat st;
+	int fd;
+
+	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !ours(&st)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+char *hash_record_dir(void)
+{
+	_cleanup_free_ char *vm_dir = berth_vm_dir();
+	char *dir = NULL;
+
+	if (!vm_dir || asprintf(&dir, "%s/hashed", vm_dir) < 0)
+		return NULL;
+	return dir;
 }
 
 int hash_stamp_take(int fd, HashStamp *ret)
 {
-	struct timespec now;
-
 	*ret = (HashStamp){};
-	if (fstat(fd, &ret->st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0)
+	if (fstat(fd, &ret->st) < 0 || clock_gettime(CLOCK_REALTIME, &ret->taken) < 0)
 		return -errno;
-	ret->taken_ns = ts_ns(&now);
 	ret->valid = true;
 	return 0;
 }
@@ -59,102 +101,142 @@ bool hash_stamp_unchanged(int fd, const HashStamp *s)
 	return s->valid && fstat(fd, &now) >= 0 && same_file(&s->st, &now);
 }
 
-bool hash_record_holds(const char *dir, const HashStamp *s, const char *kind, const char *sha256)
+/* A record's text, all of it as written: version, kind, size, times, digest, newline. */
+static bool parse_record(const char *text, struct stat *ret, char kind[KIND_MAX + 1],
+			 char sha256[SHA256_HEX_LEN + 1])
 {
-	char path[4096], text[RECORD_BYTES_MAX + 1], r_kind[KIND_MAX + 1],
-		r_sha[SHA256_HEX_LEN + 1];
-	long long size, m_s, m_ns, c_s, c_ns;
-	const struct stat *st = &s->st;
-	int version, fd;
-	ssize_t n;
+	long long size, m_s, c_s;
+	long m_ns, c_ns;
+	int version, end = -1;
 
-	if (!dir || !s->valid || record_path(dir, &s->st, path, sizeof(path)) < 0)
+	if (sscanf(text, "%d %32s %lld %lld %ld %lld %ld %64s%n", &version, kind, &size, &m_s,
+		   &m_ns, &c_s, &c_ns, sha256, &end) != 8 ||
+	    end < 0 || !streq(text + end, "\n") || version != RECORD_VERSION ||
+	    !sha256_hex_valid(sha256) || size < 0 || m_ns < 0 || m_ns >= 1000000000L || c_ns < 0 ||
+	    c_ns >= 1000000000L)
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return false;
-	n = read(fd, text, RECORD_BYTES_MAX);
-	close(fd);
-	if (n <= 0 || n >= RECORD_BYTES_MAX)
-		return false;
-	text[n] = '\0';
-	if (sscanf(text, "%d %32s %lld %lld %lld %lld %lld %64s", &version, r_kind, &size, &m_s,
-		   &m_ns, &c_s, &c_ns, r_sha) != 8 ||
-	    version != RECORD_VERSION)
-		return false;
-	/* The file as the caller opened it is the file as it was hashed. */
-	return streq(r_kind, kind) && streq(r_sha, sha256) && size == (long long)st->st_size &&
-	       m_s == (long long)st->st_mtim.tv_sec && m_ns == st->st_mtim.tv_nsec &&
-	       c_s == (long long)st->st_ctim.tv_sec && c_ns == st->st_ctim.tv_nsec;
+	*ret = (struct stat){.st_size = (off_t)size,
+			     .st_mtim = {.tv_sec = (time_t)m_s, .tv_nsec = m_ns},
+			     .st_ctim = {.tv_sec = (time_t)c_s, .tv_nsec = c_ns}};
+	return true;
 }
 
-/* Keep the directory bounded: the oldest records go once there are HASH_RECORD_MAX. */
-static void prune(const char *dir)
+bool hash_record_holds(const char *dir, const HashStamp *s, const char *kind, const char *sha256)
 {
-	char oldest[NAME_MAX + 1] = "";
-	struct timespec oldest_t = {};
-	struct dirent *de;
-	size_t count = 0;
-	int dfd;
-	DIR *d = opendir(dir);
+	char name[64], text[RECORD_BYTES_MAX + 1], r_kind[KIND_MAX + 1], r_sha[SHA256_HEX_LEN + 1];
+	struct stat st, rec;
+	int dfd, fd;
+	ssize_t n;
+	bool holds;
 
-	if (!d)
-		return;
-	dfd = dirfd(d);
-	while ((de = readdir(d))) {
-		struct stat st;
-
-		if (de->d_name[0] == '.' ||
-		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		count++;
-		if (!oldest[0] || ts_ns(&st.st_mtim) < ts_ns(&oldest_t)) {
-			snprintf(oldest, sizeof(oldest), "%s", de->d_name);
-			oldest_t = st.st_mtim;
-		}
+	if (!dir || !s->valid)
+		return false;
+	dfd = open_dir(dir, false);
+	if (dfd < 0)
+		return false;
+	record_name(&s->st, name);
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	close(dfd);
+	if (fd < 0)
+		return false;
+	n = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !ours(&st)
+		    ? -1
+		    : read(fd, text, RECORD_BYTES_MAX);
+	if (n <= 0 || n >= RECORD_BYTES_MAX) {
+		close(fd);
+		return false;
 	}
-	if (count >= HASH_RECORD_MAX && oldest[0])
+	text[n] = '\0';
+	/* The file as the caller opened it is the file as it was hashed. */
+	holds = parse_record(text, &rec, r_kind, r_sha) && streq(r_kind, kind) &&
+		streq(r_sha, sha256) && rec.st_size == s->st.st_size &&
+		ts_cmp(&rec.st_mtim, &s->st.st_mtim) == 0 &&
+		ts_cmp(&rec.st_ctim, &s->st.st_ctim) == 0;
+	/* Used: the last to be pruned. */
+	if (holds)
+		(void)futimens(fd, NULL);
+	close(fd);
+	return holds;
+}
+
+/* Keep the directory within its cap once @keep (the record about to be written, there
+ * already or not) is in it: the least recently used go first. */
+static void prune(int dfd, const char *keep)
+{
+	for (int pass = 0; pass < PRUNE_PASSES; pass++) {
+		char oldest[NAME_MAX + 1] = "";
+		struct timespec oldest_t = {};
+		struct dirent *de;
+		size_t count = 0;
+		int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			return;
+		}
+		while ((de = readdir(d))) {
+			struct stat st;
+
+			if (de->d_name[0] == '.' ||
+			    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(st.st_mode))
+				continue;
+			if (streq(de->d_name, keep))
+				continue;
+			count++;
+			if (!oldest[0] || ts_cmp(&st.st_mtim, &oldest_t) < 0) {
+				snprintf(oldest, sizeof(oldest), "%s", de->d_name);
+				oldest_t = st.st_mtim;
+			}
+		}
+		closedir(d);
+		if (count < HASH_RECORD_MAX || !oldest[0])
+			return;
 		(void)unlinkat(dfd, oldest, 0);
-	closedir(d);
+	}
 }
 
 int hash_record_save(const char *dir, int fd, const HashStamp *before, const char *kind,
 		     const char *sha256)
 {
-	char path[4096], tmp[4096 + 16], text[RECORD_BYTES_MAX];
+	char name[64], tmp[96], text[RECORD_BYTES_MAX];
 	struct stat now;
-	int n, tfd;
+	int n, dfd, tfd, r = 0;
 
-	if (!dir || !before->valid || strlen(kind) > KIND_MAX || !sha256_hex_valid(sha256))
+	if (!dir || !before->valid || strlen(kind) == 0 || strlen(kind) > KIND_MAX ||
+	    strpbrk(kind, " \t\n") || !sha256_hex_valid(sha256))
 		return -EINVAL;
 	if (fstat(fd, &now) < 0)
 		return -errno;
-	if (!same_file(&before->st, &now) ||
-	    ts_ns(&now.st_ctim) > before->taken_ns - HASH_RECORD_MARGIN_NS ||
-	    ts_ns(&now.st_mtim) > before->taken_ns - HASH_RECORD_MARGIN_NS)
+	if (!same_file(&before->st, &now) || !settled(&now.st_ctim, &before->taken) ||
+	    !settled(&now.st_mtim, &before->taken))
 		return -ESTALE;
-	if (record_path(dir, &now, path, sizeof(path)) < 0)
-		return -ENAMETOOLONG;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	prune(dir);
+	dfd = open_dir(dir, true);
+	if (dfd < 0)
+		return dfd;
+	record_name(&now, name);
+	prune(dfd, name);
 	n = snprintf(text, sizeof(text), "%d %s %lld %lld %ld %lld %ld %s\n", RECORD_VERSION, kind,
 		     (long long)now.st_size, (long long)now.st_mtim.tv_sec, now.st_mtim.tv_nsec,
 		     (long long)now.st_ctim.tv_sec, now.st_ctim.tv_nsec, sha256);
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	tfd = mkostemp(tmp, O_CLOEXEC);
-	if (tfd < 0)
-		return -errno;
-	if (write(tfd, text, (size_t)n) != n) {
-		close(tfd);
-		(void)unlink(tmp);
-		return -EIO;
-	}
-	if (close(tfd) < 0 || rename(tmp, path) < 0) {
-		int r = -errno;
-
-		(void)unlink(tmp);
+	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
+	(void)unlinkat(dfd, tmp, 0); /* left by a berth-vmm that died with this pid */
+	tfd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (tfd < 0) {
+		r = -errno;
+		close(dfd);
 		return r;
 	}
-	return 0;
+	if (write(tfd, text, (size_t)n) != n)
+		r = -EIO;
+	if (close(tfd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dfd, tmp, 0);
+	close(dfd);
+	return r;
 }

@@ -806,12 +806,9 @@ static int try_restore(Vmm *v)
 			v->ram_image_fd = r;
 	}
 	if (r >= 0) {
-		_cleanup_free_ char *vm_dir = berth_vm_dir();
-
-		if (!vm_dir || asprintf(&v->ram_record_dir, "%s/hashed", vm_dir) < 0) {
-			v->ram_record_dir = NULL;
+		v->ram_record_dir = hash_record_dir();
+		if (!v->ram_record_dir)
 			return -ENOMEM;
-		}
 		/* Copied without its digest when it is the file that matched last time. */
 		(void)hash_stamp_take(v->ram_image_fd, &v->ram_stamp);
 		v->ram_by_record =

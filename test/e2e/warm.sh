@@ -367,10 +367,10 @@ undev nalpha
 no_vm_left() { ! pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME" >/dev/null; }
 # --- The disks a restored VM reads are measured while QEMU loads the snapshot.
 dev alpha
-check "a restored VM's kernel, initramfs, root image and state disk are measured before it runs" \
+check "a restored VM's kernel, initramfs, root image and state disk are checked before it runs" \
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measurements"]; sys.exit(not(d["boot"]["mode"] == "restored" and all(m[k]["pinned"] and len(m[k]["sha256"]) == 64 and m[k]["checkedBy"] in ("hash", "record") for k in ("kernel", "initrd", "rootfs")) and len(m["state"]["chunkedSha256"]) == 64 and not any("pending" in v for v in m.values() if isinstance(v, dict))))' "$(vmj alpha)"
-check "the root image, unchanged since an earlier start matched it, was not hashed again" \
-	test "$(json_get "$(vmj alpha)" measurements rootfs checkedBy)" = record
+check "the kernel, initramfs and root image, unchanged since an earlier start matched them, were not hashed again" \
+	test "$(for k in kernel initrd rootfs; do json_get "$(vmj alpha)" measurements $k checkedBy; done | tr '\n' ' ')" = "record record record "
 undev alpha
 # refused_on_restore FILE OFFSET PIN WHAT: with a byte of the pinned FILE changed at
 # OFFSET, berth dev is refused with PIN's mismatch although a snapshot would restore: the

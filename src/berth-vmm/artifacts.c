@@ -30,8 +30,10 @@ static int mismatch(const Artifact *a, const Pin *pin, char *err, size_t errlen)
 /* A pinned file that matched: remembered, so that an unchanged one is not hashed again. */
 static void remember(const Artifact *a)
 {
-	if (a->record_dir && a->pinned && !a->by_record)
-		(void)hash_record_save(a->record_dir, a->fd, &a->stamp, RECORD_KIND, a->sha256);
+	_cleanup_free_ char *dir = NULL;
+
+	if (a->pinned && !a->by_record && (dir = hash_record_dir()))
+		(void)hash_record_save(dir, a->fd, &a->stamp, RECORD_KIND, a->sha256);
 }
 
 /* How one artifact is opened: @must_match its pin (else only recorded, as for --rootfs);
@@ -52,8 +54,7 @@ static int open_one(Artifact *a, const char *path, const OpenSpec *o, char *err,
 	int r;
 
 	a->path = strdup(path);
-	/* The user's own records, wherever the artifacts are (hash-record.h). */
-	if (!a->path || (must_match && !(a->record_dir = hash_record_dir())))
+	if (!a->path)
 		return -ENOMEM;
 	a->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (a->fd < 0 && errno == ENOENT && pin->kind >= ARTIFACT_BASE_MAX)
@@ -71,16 +72,18 @@ static int open_one(Artifact *a, const char *path, const OpenSpec *o, char *err,
 		return -EBADFD;
 	}
 	(void)hash_stamp_take(a->fd, &a->stamp);
-	if (must_match && hash_record_holds(a->record_dir, &a->stamp, RECORD_KIND, pin->sha256)) {
-		snprintf(a->sha256, sizeof(a->sha256), "%s", pin->sha256);
-		a->size = (uint64_t)st.st_size;
-		a->pinned = a->by_record = true;
-		return 0;
+	if (must_match) {
+		_cleanup_free_ char *dir = hash_record_dir();
+
+		/* The user's own records, wherever the artifacts are (hash-record.h). */
+		a->by_record = hash_record_holds(dir, &a->stamp, RECORD_KIND, pin->sha256);
 	}
-	if (defer && must_match) {
+	/* Unchanged since it matched, or to be hashed beside QEMU's start: the pin's digest. */
+	if (a->by_record || (defer && must_match)) {
 		snprintf(a->sha256, sizeof(a->sha256), "%s", pin->sha256);
 		a->size = (uint64_t)st.st_size;
-		a->pending = true;
+		a->pinned = a->by_record;
+		a->pending = !a->by_record;
 		return 0;
 	}
 	r = sha256_fd_hex(a->fd, a->sha256, &a->size);
@@ -144,8 +147,6 @@ void artifact_done(Artifact *a)
 	a->fd = -EBADF;
 	free(a->path);
 	a->path = NULL;
-	free(a->record_dir);
-	a->record_dir = NULL;
 }
 
 void artifacts_done(Artifacts *a)

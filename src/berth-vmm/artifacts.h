@@ -20,8 +20,7 @@ typedef struct Artifact {
 	bool pending;	/* not hashed yet: sha256 is the pin's until artifact_measured() */
 	bool by_record; /* not hashed: unchanged since it was hashed and matched (hash-record.h) */
 	long hash_ms;
-	HashStamp stamp;  /* the file as it was opened */
-	char *record_dir; /* where its digest is remembered once it matched its pin */
+	HashStamp stamp; /* the file as it was opened */
 } Artifact;
 
 typedef struct Artifacts {

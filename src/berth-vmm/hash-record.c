@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "fileio.h"
 #include "hash-record.h"
 #include "macros.h"
 #include "paths.h"
@@ -201,9 +202,10 @@ static void prune(int dfd, const char *keep)
 int hash_record_save(const char *dir, int fd, const HashStamp *before, const char *kind,
 		     const char *sha256)
 {
-	char name[64], tmp[96], text[RECORD_BYTES_MAX];
+	_cleanup_free_ char *path = NULL;
+	char name[64], text[RECORD_BYTES_MAX];
 	struct stat now;
-	int n, dfd, tfd, r = 0;
+	int n, dfd;
 
 	if (!dir || !before->valid || strlen(kind) == 0 || strlen(kind) > KIND_MAX ||
 	    strpbrk(kind, " \t\n") || !sha256_hex_valid(sha256))
@@ -218,25 +220,12 @@ int hash_record_save(const char *dir, int fd, const HashStamp *before, const cha
 		return dfd;
 	record_name(&now, name);
 	prune(dfd, name);
+	close(dfd);
 	n = snprintf(text, sizeof(text), "%d %s %lld %lld %ld %lld %ld %s\n", RECORD_VERSION, kind,
 		     (long long)now.st_size, (long long)now.st_mtim.tv_sec, now.st_mtim.tv_nsec,
 		     (long long)now.st_ctim.tv_sec, now.st_ctim.tv_nsec, sha256);
-	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
-	(void)unlinkat(dfd, tmp, 0); /* left by a berth-vmm that died with this pid */
-	tfd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (tfd < 0) {
-		r = -errno;
-		close(dfd);
-		return r;
-	}
-	if (write(tfd, text, (size_t)n) != n)
-		r = -EIO;
-	if (close(tfd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlinkat(dfd, tmp, 0);
-	close(dfd);
-	return r;
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		return -ENOMEM;
+	/* The directory was found the caller's alone: no one else can swap a name in it. */
+	return write_file_atomic(path, text, (size_t)n, 0600);
 }

@@ -18,18 +18,18 @@
 #define CHUNK_BYTES (1024 * 1024)
 
 /* One job of the child's: hash @fd (a plain sha256, or with @chunk the chunked digest of a
- * sparse file), copying what it reads into @copy_to when that is a descriptor; with
- * @copy_only, only that. */
+ * sparse file), copying what it reads into @copy_to when that is a descriptor; a copy
+ * without @hash only copies. */
 typedef struct MeasureJob {
 	int fd;
 	uint64_t chunk;
 	int copy_to;
-	bool copy_only;
+	bool hash;
 } MeasureJob;
 
 static int run_job(const MeasureJob *job, MeasureResult *res)
 {
-	if (job->copy_to >= 0 && job->copy_only)
+	if (job->copy_to >= 0 && !job->hash)
 		return chunked_copy_fd(job->fd, job->chunk, job->copy_to, &res->bytes);
 	if (job->copy_to >= 0)
 		return sha256_chunked_copy_fd_hex(job->fd, job->chunk, job->copy_to, res->sha256,
@@ -86,7 +86,7 @@ int measure_start(Measure *m, const int *fds, const bool *chunked, size_t n)
 
 int measure_start_copy(Measure *m, int from, uint64_t chunk, int to, bool hash)
 {
-	MeasureJob job = {.fd = from, .chunk = chunk, .copy_to = to, .copy_only = !hash};
+	MeasureJob job = {.fd = from, .chunk = chunk, .copy_to = to, .hash = hash};
 
 	return start_jobs(m, &job, 1);
 }

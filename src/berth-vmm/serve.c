@@ -480,47 +480,41 @@ static int ram_loaded(Vmm *v, char *err, size_t errlen)
 	int64_t t0 = now_ms();
 	int r = measure_finish(&v->ram_load, t0 + RESTORE_TIMEOUT_MS);
 	const MeasureResult *res = &v->ram_load.results[0];
+	bool changed = false;
 
 	if (r >= 0)
 		r = res->error;
+	/* Not hashed: nothing may have written to it while it was copied either. */
+	if (r >= 0 && v->ram_by_record)
+		changed = !hash_stamp_unchanged(v->ram_image_fd, &v->ram_stamp);
+	else if (r >= 0 && streq(res->sha256, v->snapshot.ram_sha256)) {
+		_cleanup_free_ char *dir = hash_record_dir();
+
+		(void)hash_record_save(dir, v->ram_image_fd, &v->ram_stamp,
+				       SNAPSHOT_RAM_RECORD_KIND, res->sha256);
+	}
+	v->ram_image_fd = safe_close(v->ram_image_fd);
 	if (r < 0) {
-		v->ram_image_fd = safe_close(v->ram_image_fd);
 		snprintf(err, errlen, "cannot load the snapshot's memory %.512s (%s)",
 			 v->snapshot.ram_path, strerror(-r));
 		return r;
 	}
-	if (v->ram_by_record) {
-		/* Not hashed: nothing may have written to it while it was copied either. */
-		bool unchanged = hash_stamp_unchanged(v->ram_image_fd, &v->ram_stamp);
-
-		v->ram_image_fd = safe_close(v->ram_image_fd);
-		if (!unchanged) {
-			snprintf(err, errlen,
-				 "the snapshot's memory %.512s changed while it was copied",
-				 v->snapshot.ram_path);
-			return -EBADMSG;
-		}
-		log_info(
-			"the snapshot's memory: %llu MiB copied in %lld ms (waited %lld ms for it; "
-			"not hashed, unchanged since it matched)",
-			(unsigned long long)(res->bytes >> 20), (long long)res->ms,
-			(long long)(now_ms() - t0));
-		return 0;
+	if (changed) {
+		snprintf(err, errlen, "the snapshot's memory %.512s changed while it was copied",
+			 v->snapshot.ram_path);
+		return -EBADMSG;
 	}
-	if (streq(res->sha256, v->snapshot.ram_sha256))
-		(void)hash_record_save(v->ram_record_dir, v->ram_image_fd, &v->ram_stamp,
-				       SNAPSHOT_RAM_RECORD_KIND, res->sha256);
-	v->ram_image_fd = safe_close(v->ram_image_fd);
-	if (!streq(res->sha256, v->snapshot.ram_sha256)) {
+	if (!v->ram_by_record && !streq(res->sha256, v->snapshot.ram_sha256)) {
 		snprintf(err, errlen,
 			 "the snapshot's memory %.512s failed its check (chunked sha256 %.12s; "
 			 "recorded %.12s)",
 			 v->snapshot.ram_path, res->sha256, v->snapshot.ram_sha256);
 		return -EBADMSG;
 	}
-	log_info("the snapshot's memory: %llu MiB copied in %lld ms (waited %lld ms for it)",
+	log_info("the snapshot's memory: %llu MiB copied in %lld ms (waited %lld ms for it%s)",
 		 (unsigned long long)(res->bytes >> 20), (long long)res->ms,
-		 (long long)(now_ms() - t0));
+		 (long long)(now_ms() - t0),
+		 v->ram_by_record ? "; not hashed, unchanged since it matched" : "");
 	return 0;
 }
 

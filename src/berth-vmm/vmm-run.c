@@ -800,20 +800,16 @@ static int try_restore(Vmm *v)
 	if (r < 0)
 		return r;
 	r = snapshot_find(&key, &v->snapshot, why, sizeof(why));
-	if (r >= 0) {
+	if (r >= 0)
 		r = snapshot_open_ram(&v->snapshot, &v->ram_fd, why, sizeof(why));
-		if (r >= 0)
-			v->ram_image_fd = r;
-	}
 	if (r >= 0) {
-		v->ram_record_dir = hash_record_dir();
-		if (!v->ram_record_dir)
-			return -ENOMEM;
+		_cleanup_free_ char *dir = hash_record_dir();
+
+		v->ram_image_fd = r;
 		/* Copied without its digest when it is the file that matched last time. */
 		(void)hash_stamp_take(v->ram_image_fd, &v->ram_stamp);
-		v->ram_by_record =
-			hash_record_holds(v->ram_record_dir, &v->ram_stamp,
-					  SNAPSHOT_RAM_RECORD_KIND, v->snapshot.ram_sha256);
+		v->ram_by_record = hash_record_holds(dir, &v->ram_stamp, SNAPSHOT_RAM_RECORD_KIND,
+						     v->snapshot.ram_sha256);
 	}
 	if (r < 0) {
 		snprintf(v->boot_reason, sizeof(v->boot_reason), "%s", why);
@@ -1223,7 +1219,6 @@ static void cleanup(Vmm *v)
 	measure_cancel(&v->measure);
 	measure_cancel(&v->ram_load);
 	safe_close(v->ram_image_fd);
-	free(v->ram_record_dir);
 	safe_close(v->ram_fd);
 	artifacts_done(&v->artifacts);
 	for (int k = 0; k < _ARTIFACT_KIND_MAX; k++)

@@ -117,7 +117,6 @@ typedef struct Vmm {
 	Measure ram_load;	  /* ... by a child, while QEMU starts */
 	HashStamp ram_stamp;	  /* the snapshot's memory as it was opened */
 	bool ram_by_record;	  /* unchanged since it matched: copied, not hashed */
-	char *ram_record_dir;	  /* where that is remembered (hash-record.h) */
 	int placeholder_fds[2 + SNAPSHOT_APPS];
 	char *qmp_path;
 	char boot_reason[600]; /* a cold boot: why it did not restore */

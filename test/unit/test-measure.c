@@ -70,32 +70,12 @@ TEST(the_child_digests_are_the_ones_taken_in_place)
 	close(sparse);
 }
 
-TEST(a_copy_fills_the_memory_and_digests_what_it_wrote)
+/* A snapshot's memory copied into a VM's by the child, with its digest (@hash) or without. */
+static void copy_into_memory(bool hash)
 {
-	int image = make_file("ram", 8 * 1024 * 1024, 3 * 1024 * 1024 + 4096, 20000);
+	int image = make_file(hash ? "ram" : "ram-only", 8 * 1024 * 1024, 3 * 1024 * 1024 + 4096,
+			      70000);
 	int mem = memfd_create("test-measure-ram", MFD_CLOEXEC);
-	char want[65], got[65];
-	Measure m;
-
-	ASSERT_TRUE(mem >= 0);
-	ASSERT_OK(ftruncate(mem, 8 * 1024 * 1024));
-	ASSERT_OK(sha256_chunked_fd_hex(image, 64 * 1024, want, NULL));
-	ASSERT_OK(measure_start_copy(&m, image, 64 * 1024, mem, true));
-	ASSERT_OK(measure_finish(&m, now_ms() + 20000));
-	ASSERT_EQ(m.results[0].error, 0);
-	ASSERT_STREQ(m.results[0].sha256, want);
-	/* What the child wrote into the memory is the image. */
-	ASSERT_OK(sha256_chunked_fd_hex(mem, 64 * 1024, got, NULL));
-	ASSERT_STREQ(got, want);
-	ASSERT_EQ(m.pid, 0);
-	close(image);
-	close(mem);
-}
-
-TEST(a_copy_without_its_digest_copies_the_same)
-{
-	int image = make_file("ram-only", 8 * 1024 * 1024, 1024 * 1024 + 4096, 70000);
-	int mem = memfd_create("test-measure-ram-only", MFD_CLOEXEC);
 	char want[65], got[65];
 	struct stat st;
 	Measure m;
@@ -103,18 +83,30 @@ TEST(a_copy_without_its_digest_copies_the_same)
 	ASSERT_TRUE(mem >= 0);
 	ASSERT_OK(ftruncate(mem, 8 * 1024 * 1024));
 	ASSERT_OK(sha256_chunked_fd_hex(image, 64 * 1024, want, NULL));
-	ASSERT_OK(measure_start_copy(&m, image, 64 * 1024, mem, false));
+	ASSERT_OK(measure_start_copy(&m, image, 64 * 1024, mem, hash));
 	ASSERT_OK(measure_finish(&m, now_ms() + 20000));
 	ASSERT_EQ(m.results[0].error, 0);
-	ASSERT_STREQ(m.results[0].sha256, "");
+	ASSERT_STREQ(m.results[0].sha256, hash ? want : "");
 	ASSERT_TRUE(m.results[0].bytes > 0);
+	/* What the child wrote into the memory is the image... */
 	ASSERT_OK(sha256_chunked_fd_hex(mem, 64 * 1024, got, NULL));
 	ASSERT_STREQ(got, want);
-	/* Only the data's pages were written: the memory holds no more than the image. */
+	/* ...its data's pages only: the memory holds no more than the image. */
 	ASSERT_OK(fstat(mem, &st));
 	ASSERT_TRUE((uint64_t)st.st_blocks * 512 <= 2 * 1024 * 1024);
+	ASSERT_EQ(m.pid, 0);
 	close(image);
 	close(mem);
+}
+
+TEST(a_copy_fills_the_memory_and_digests_what_it_wrote)
+{
+	copy_into_memory(true);
+}
+
+TEST(a_copy_without_its_digest_copies_the_same)
+{
+	copy_into_memory(false);
 }
 
 TEST(an_unreadable_disk_is_an_error_not_a_digest)

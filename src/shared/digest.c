@@ -278,16 +278,14 @@ int sha256_chunked_copy_fd_hex(int fd, uint64_t chunk, int out_fd, char ret_hex[
 
 int chunked_copy_fd(int fd, uint64_t chunk, int out_fd, uint64_t *ret_copied_bytes)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return sha256_chunked_copy_fd_hex_workers(fd, chunk, out_fd, (unsigned)MAX(cpus, 1L), NULL,
-						  ret_copied_bytes);
+	return sha256_chunked_copy_fd_hex(fd, chunk, out_fd, NULL, ret_copied_bytes);
 }
 
 int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsigned n_workers,
 				       char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_hashed_bytes)
 {
-	_cleanup_(sha256_freep) Sha256 *outer = sha256_new();
+	/* Without @ret_hex, no digest: nothing to fold them into, nor the chunks' digests. */
+	_cleanup_(sha256_freep) Sha256 *outer = ret_hex ? sha256_new() : NULL;
 	_cleanup_free_ unsigned char(*md)[SHA256_DIGEST_BYTES] = NULL;
 	_cleanup_free_ unsigned char *bufs = NULL;
 	ChunkedWorker workers[CHUNKED_WORKERS_MAX] = {};
@@ -298,16 +296,18 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 	struct stat st;
 	int r;
 
-	if (!outer || chunk == 0 || chunk > (64u << 20))
-		return outer ? -EINVAL : -ENOMEM;
+	if (chunk == 0 || chunk > (64u << 20))
+		return -EINVAL;
+	if (ret_hex && !outer)
+		return -ENOMEM;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	/* One buffer per worker, the first zeroed for the zero chunk's digest. */
 	bufs = calloc(n, chunk);
-	md = calloc(CHUNKED_ROUND, sizeof(*md));
-	if (!bufs || !md)
+	md = ret_hex ? calloc(CHUNKED_ROUND, sizeof(*md)) : NULL;
+	if (!bufs || (ret_hex && !md))
 		return -ENOMEM;
-	r = ret_hex ? sha256_raw(bufs, chunk, zero_md) : 0;
+	r = md ? sha256_raw(bufs, chunk, zero_md) : 0;
 	if (r < 0)
 		return r;
 	rd = (ChunkedRound){.fd = fd,
@@ -316,7 +316,7 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 			    .chunk = chunk,
 			    .step = n,
 			    .zero_md = zero_md,
-			    .md = ret_hex ? md : NULL};
+			    .md = md};
 	chunks = rd.size / chunk + (rd.size % chunk != 0);
 	for (unsigned k = 0; k < n; k++)
 		workers[k] = (ChunkedWorker){.round = &rd, .index = k, .buf = bufs + k * chunk};
@@ -326,7 +326,7 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 		r = chunked_round(&rd, workers, n);
 		if (r < 0)
 			return r;
-		for (uint64_t i = 0; ret_hex && i < rd.count; i++) {
+		for (uint64_t i = 0; md && i < rd.count; i++) {
 			r = sha256_update(outer, md[i], sizeof(md[i]));
 			if (r < 0)
 				return r;
@@ -336,5 +336,5 @@ int sha256_chunked_copy_fd_hex_workers(int fd, uint64_t chunk, int out_fd, unsig
 		hashed += workers[k].hashed;
 	if (ret_hashed_bytes)
 		*ret_hashed_bytes = hashed;
-	return ret_hex ? sha256_final_hex(outer, ret_hex) : 0;
+	return md ? sha256_final_hex(outer, ret_hex) : 0;
 }

@@ -29,6 +29,7 @@
 #include "apps.h"
 #include "boot-disk.h"
 #include "browser.h"
+#include "confine.h"
 #include "container.h"
 #include "control.h"
 #include "digest.h"
@@ -295,6 +296,14 @@ static int template_phase(void)
 		journal_logf("no warm Node runtime: %s; Node apps start the exec'd way", why);
 	/* Once here, not in every restored VM's first policy hash (65 ms under emulation). */
 	sha256_preload();
+	/* The cgroup tree every VM makes (the apps' cgroups come after the resume). Its first
+	 * memory cgroups switch on two of the kernel's static keys, which patches its text:
+	 * done here, no restored VM patches it for them (docs/warm-start.md). */
+	int cg = confine_cgroups_setup();
+
+	if (cg < 0)
+		journal_logf("no cgroup tree in the template (%s); each restored VM makes it",
+			     strerror(-cg));
 	resume_template_shed_memory();
 	journal_event("template_ready", NULL);
 	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);

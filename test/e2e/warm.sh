@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 90
+plan 91
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -175,6 +175,36 @@ ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 print(sorted(e["startNice"] for e in ev if e.get("event") == "daemon_started" and e.get("daemon") in ("context-bus", "semantic-fs")))')" = "[10, 10]"
 check "and once they listen, they run at the apps' priority" \
 	test "$(field alpha identity '' daemonNice)" = "{'context-bus': 0, 'semantic-fs': 0}"
+# text_as_snapshot NAME: whether the kernel's text in the memory of NAME's VM (its QEMU's
+# memfd, after the app, its RPCs and the context daemons ran) is the snapshot's, byte for
+# byte: a restored VM switches no static key that the template did not (docs/warm-start.md).
+text_as_snapshot() {
+	python3 - "$(pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME/run/vm/berth-dev-$1/" | head -1)" \
+		"$snapdir/ram" "$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)" <<'PY'
+import os, struct, sys
+pid, ram, vmlinux = sys.argv[1:]
+with open(vmlinux, "rb") as f:
+    elf = f.read(4096)
+phoff, = struct.unpack_from("<Q", elf, 0x20)
+phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
+for i in range(phnum):
+    p_type, p_flags, _, _, paddr, filesz = struct.unpack_from("<IIQQQQ", elf, phoff + i * phentsize)
+    if p_type == 1 and p_flags & 1:  # the first executable PT_LOAD: .text
+        break
+memfd = next(os.path.join(f"/proc/{pid}/fd", fd) for fd in os.listdir(f"/proc/{pid}/fd")
+             if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:berth-vm-ram"))
+def text(path):
+    with open(path, "rb") as f:
+        f.seek(paddr)
+        return f.read(filesz)
+a, b = text(ram), text(memfd)
+diff = sum(x != y for x, y in zip(a, b))
+print(f"# kernel text: {filesz} bytes at {paddr:#x}, {diff} differ from the snapshot's")
+sys.exit(not (len(a) == len(b) == filesz and diff == 0))
+PY
+}
+check "the kernel's text is the snapshot's after the session: no static key switched after the restore" \
+	text_as_snapshot alpha
 alpha_boot=$(json_get "$(vmj alpha)" bootId)
 undev alpha
 undev beta

@@ -179,7 +179,7 @@ check "and once they listen, they run at the apps' priority" \
 # memfd, after the app, its RPCs and the context daemons ran) is the snapshot's, byte for
 # byte: a restored VM switches no static key that the template did not (docs/warm-start.md).
 text_as_snapshot() {
-	python3 - "$(pgrep -f "^[^ ]*qemu-system-x86_64 .*$BERTH_HOME/run/vm/berth-dev-$1/" | head -1)" \
+	python3 - "$(qemu_pid "berth-dev-$1")" \
 		"$snapdir/ram" "$(ls "$BERTH_HOME"/vm/kernel/sha256/*/vmlinux)" <<'PY'
 import os, struct, sys
 pid, ram, vmlinux = sys.argv[1:]
@@ -191,6 +191,8 @@ for i in range(phnum):
     p_type, p_flags, _, _, paddr, filesz = struct.unpack_from("<IIQQQQ", elf, phoff + i * phentsize)
     if p_type == 1 and p_flags & 1:  # the first executable PT_LOAD: .text
         break
+else:
+    sys.exit("no executable segment in " + vmlinux)
 memfd = next(os.path.join(f"/proc/{pid}/fd", fd) for fd in os.listdir(f"/proc/{pid}/fd")
              if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:berth-vm-ram"))
 def text(path):

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -44,8 +45,9 @@ static _printf_(1, 2) _noreturn_ void fail(const char *fmt, ...)
 	_exit(126);
 }
 
-/* One byte and the app's three descriptors: stdout, stderr, agent-init's report pipe. */
-static void receive_fds(int channel, int fds[3])
+/* One byte and the app's three descriptors: stdout, stderr, agent-init's report pipe.
+ * False for the byte alone that asks for a rehearsal instead (node-warm.h). */
+static bool receive_fds(int channel, int fds[3])
 {
 	char byte, control[CMSG_SPACE(3 * sizeof(int))] = {};
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
@@ -62,11 +64,14 @@ static void receive_fds(int channel, int fds[3])
 	if (n == 0)
 		_exit(0); /* berth-init closed its end: no app for this runtime */
 	c = CMSG_FIRSTHDR(&msg);
+	if (n == 1 && byte == 'r' && !c)
+		return false;
 	if (n != 1 || byte != 's' || !c || c->cmsg_level != SOL_SOCKET ||
 	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(3 * sizeof(int)) ||
 	    (msg.msg_flags & MSG_CTRUNC))
 		fail("berth-init sent no app");
 	memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
+	return true;
 }
 
 /* The rest of the stream: NUL-terminated fields until berth-init shuts its end. */
@@ -144,19 +149,25 @@ static int32_t math_random_seed(void)
 	return seed;
 }
 
-/* The app, from the start's fields: set up, then confined. Returns its directory. */
+/* The app, from the start's fields: set up, then confined. Returns its directory, or NULL
+ * when berth-init asked for a rehearsal first. */
 static const char *become_app(int channel)
 {
+	static bool said_ready;
 	int fds[3], null, report;
 	char *start, *fields[3], *p, *end, num[16];
 	size_t len;
 
 	/* What any app's confinement needs, made before the template is saved; should it
 	 * fail, the confinement makes it itself. */
-	(void)berth_confine_preload();
-	if (dprintf(channel, "ready") != 5)
-		fail("cannot tell berth-init it is ready: %m");
-	receive_fds(channel, fds);
+	if (!said_ready) {
+		(void)berth_confine_preload();
+		if (dprintf(channel, "ready") != 5)
+			fail("cannot tell berth-init it is ready: %m");
+		said_ready = true;
+	}
+	if (!receive_fds(channel, fds))
+		return NULL;
 	start = receive_start(channel, &len);
 	safe_close(channel);
 	/* directory, cgroup, "1"/"0" for a strict cgroup, then NAME=VALUE entries */
@@ -228,12 +239,38 @@ static napi_value take_app(napi_env env, napi_callback_info info)
 	    napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0)
 		return throw_error(env, "takeApp(fd) needs berth-init's descriptor");
 	d = become_app(fd);
+	if (!d) {
+		napi_value yes;
+
+		if (napi_create_object(env, &result) != napi_ok ||
+		    napi_get_boolean(env, true, &yes) != napi_ok ||
+		    napi_set_named_property(env, result, "rehearse", yes) != napi_ok)
+			fail("cannot answer JavaScript");
+		return result;
+	}
 	if (napi_create_object(env, &result) != napi_ok ||
 	    napi_create_string_utf8(env, d, NAPI_AUTO_LENGTH, &dir) != napi_ok ||
 	    napi_create_int32(env, math_random_seed(), &seed) != napi_ok ||
 	    napi_set_named_property(env, result, "dir", dir) != napi_ok ||
 	    napi_set_named_property(env, result, "randomSeed", seed) != napi_ok)
 		fail("cannot answer JavaScript"); /* confined, but nothing of the app ran */
+	return result;
+}
+
+/* appWaiting(fd) -> whether berth-init has sent an app: a rehearsal stops for it. */
+static napi_value app_waiting(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value argv[1], result;
+	int32_t fd;
+	struct pollfd p;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != 1 ||
+	    napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0)
+		return throw_error(env, "appWaiting(fd) needs berth-init's descriptor");
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (napi_get_boolean(env, poll(&p, 1, 0) != 0, &result) != napi_ok)
+		return NULL;
 	return result;
 }
 
@@ -253,7 +290,10 @@ NAPI_MODULE_EXPORT napi_value napi_register_module_v1(napi_env env, napi_value e
 
 	if (napi_create_function(env, "takeApp", NAPI_AUTO_LENGTH, take_app, NULL, &fn) !=
 		    napi_ok ||
-	    napi_set_named_property(env, exports, "takeApp", fn) != napi_ok)
+	    napi_set_named_property(env, exports, "takeApp", fn) != napi_ok ||
+	    napi_create_function(env, "appWaiting", NAPI_AUTO_LENGTH, app_waiting, NULL, &fn) !=
+		    napi_ok ||
+	    napi_set_named_property(env, exports, "appWaiting", fn) != napi_ok)
 		return NULL;
 	return exports;
 }

@@ -40,6 +40,7 @@
 #include "context.h"
 #include "github.h"
 #include "journal.h"
+#include "kernel-keys.h"
 #include "macros.h"
 #include "missing-landlock.h"
 #include "mux-io.h"
@@ -265,6 +266,9 @@ static int resume_requested(const json_t *req, char *err, size_t errlen, void *u
 		return 0;
 	/* What the journal holds so far is the template's boot, not this VM's. */
 	journal_restart();
+	/* While nothing else runs: the kernel patches its text once these secrets are drawn. */
+	kernel_keys_draw_once();
+	node_warm_rehearse();
 	journal_event("restored", json_pack("{s:I}", "templateUptimeMs", (json_int_t)template_ms));
 	ev_exit(init.loop, 0);
 	return 0;
@@ -304,6 +308,8 @@ static int template_phase(void)
 	if (cg < 0)
 		journal_logf("no cgroup tree in the template (%s); each restored VM makes it",
 			     strerror(-cg));
+	/* The same for the keys an app could switch with a socket option (kernel-keys.h). */
+	kernel_keys_hold();
 	resume_template_shed_memory();
 	journal_event("template_ready", NULL);
 	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);

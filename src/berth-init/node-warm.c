@@ -135,6 +135,12 @@ void node_warm_start_background(EvLoop *loop, const char *snapshot_blob)
 	}
 }
 
+void node_warm_rehearse(void)
+{
+	if (node_warm_available() && write(warm_fd, "r", 1) != 1)
+		journal_logf("the warm Node runtime was not told to rehearse: %m");
+}
+
 pid_t node_warm_take(int out_fd, int err_fd, int report_fd, const char *dir, const char *cgroup,
 		     bool strict_cgroup, char *const *env, size_t n)
 {

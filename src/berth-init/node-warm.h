@@ -45,6 +45,10 @@ bool node_warm_available(void);
 /* No Node app will take it: end it and free its memory. */
 void node_warm_stop(void);
 
+/* A restored VM: have the warm Node run an app's start once more while berth-init makes the
+ * VM its own, so that QEMU has translated that code before an app needs it. */
+void node_warm_rehearse(void);
+
 /*
  * node_warm_take() - hand the warm Node an app: its stdout @out_fd, stderr @err_fd and
  * report pipe @report_fd, its directory, cgroup (empty: none; @strict_cgroup: refuse to run

@@ -11,9 +11,9 @@
 // process an app and agent-init's code has confined every thread of it as that app
 // (src/agent-init/node-addon.c). Nothing of an app is read before that. Then it runs the app's runtime as `node <dir>/runtime.mjs` would:
 // the preloaded one when the share's runtime.mjs is the same bytes.
-import { readFileSync, writeSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeSync } from "node:fs";
 import { createRequire } from "node:module";
-import { basename } from "node:path";
+import { basename, dirname } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -161,12 +161,37 @@ function shareHas(name, bytes) {
 	}
 }
 
-let takeApp, preloaded, preloadedZod;
+/**
+ * In a restored VM, while berth-init makes it its own: what an app's start runs, once
+ * more. Under emulation QEMU translates the guest's code afresh in every restored VM; this
+ * has it translate that code on the other vCPU before an app's start needs it. Nothing of
+ * an app is read, stdio is not touched (it is the app's, later) and errors are dropped.
+ * Once an app has come it stops, after the step it is in: each is short, and none may be
+ * left running in the app's process (Math.random() is trapped during each).
+ */
+async function rehearse(net) {
+	const steps = [
+		() => preloaded?.warmUp(),
+		() => import("data:text/javascript,export default () => 1"),
+		() => preloadedZod && warmUpZod(preloadedZod.module),
+		() => exerciseUnixSockets(net),
+		() => statSync(IMAGE_ZOD).isFile() && readdirSync(dirname(IMAGE_ZOD)).length,
+	];
+	for (const step of steps) {
+		if (appWaiting(CHANNEL_FD)) return;
+		try {
+			await warmUp(step);
+		} catch {} // a draw of Math.random() refused: nothing was drawn
+	}
+}
+
+let takeApp, appWaiting, preloaded, preloadedZod, net;
 try {
 	// Imported as an app's ES modules import them: each becomes an ES module of its own
 	// once per process, besides the module itself.
 	for (const m of PRELOAD) await import(`node:${m}`);
-	await exerciseUnixSockets(await import("node:net"));
+	net = await import("node:net");
+	await exerciseUnixSockets(net);
 	// Neither may draw Math.random() as it loads: that fails the warm Node instead (and
 	// the VM's Node apps are exec'd).
 	const trap = trapRandom();
@@ -176,13 +201,17 @@ try {
 	if (preloaded !== null) await warmUp(() => preloaded.warmUp());
 	if (preloadedZod !== null) await warmUp(() => warmUpZod(preloadedZod.module));
 	collectGarbage();
-	({ takeApp } = createRequire(import.meta.url)(ADDON));
+	({ takeApp, appWaiting } = createRequire(import.meta.url)(ADDON));
 } catch (err) {
 	// Its stdio is /dev/null: berth-init reads this instead of "ready" and logs it.
 	writeSync(CHANNEL_FD, String(err?.message ?? err).slice(0, 200));
 	process.exit(1);
 }
-const app = takeApp(CHANNEL_FD);
+let app = takeApp(CHANNEL_FD);
+if (app.rehearse) {
+	await rehearse(net);
+	app = takeApp(CHANNEL_FD);
+}
 
 // The app's from here on. Math.random() draws its state on its first call, from V8's
 // generator, which every clone of the template shares: seed it from the kernel instead,

@@ -90,13 +90,17 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	argv_add(&b, "%s", cfg->qemu_binary ? cfg->qemu_binary : "qemu-system-x86_64");
 	argv_add(&b, "-accel");
 	/*
-	 * TCG runs the vCPUs on one host thread. With a thread per vCPU, a guest CPU could
-	 * run stale translated code while another patched the kernel's text (a static key's
-	 * int3 during boot), and the guest died in an early initcall ("Fatal exception in
-	 * interrupt" just past the breakpoint) now and then on a loaded host.
+	 * TCG runs a cold boot's vCPUs (and the template's) on one host thread. With a thread
+	 * per vCPU, a guest CPU could keep a stale translation of kernel text another was
+	 * patching (a static key's int3), and the guest died in an early initcall ("Fatal
+	 * exception in interrupt" just past the breakpoint) now and then on a loaded host. A
+	 * restored VM patches no text while its apps run (berth-init's kernel-keys.h), and
+	 * gets a thread per vCPU: its code is translated afresh, on every host CPU at once.
 	 */
 	argv_add(&b, "%s",
-		 cfg->accel == ACCEL_TCG ? "tcg,thread=single" : accel_to_string(cfg->accel));
+		 cfg->accel != ACCEL_TCG ? accel_to_string(cfg->accel)
+		 : cfg->incoming	 ? "tcg,thread=multi"
+					 : "tcg,thread=single");
 	if (cfg->accel == ACCEL_KVM) {
 		argv_add(&b, "-cpu");
 		argv_add(&b, "host");

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The kernel's static keys switched in the template or at the resume (kernel-keys.h). */
+#include "kernel-keys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netinet/udp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "confine.h"
+#include "journal.h"
+#include "macros.h"
+
+#ifndef UDP_ENCAP_L2TPINUDP
+#define UDP_ENCAP_L2TPINUDP 3
+#endif
+
+/* linux/in6.h's, which clashes with netinet/in.h. */
+struct flowlabel_request {
+	struct in6_addr dst;
+	uint32_t label;
+	uint8_t action, share;
+	uint16_t flags, expires, linger;
+	uint32_t pad;
+};
+#define FLOWLABEL_MGR 32
+#define FLOWLABEL_GET 0
+#define FLOWLABEL_SHARE_EXCL 1
+#define FLOWLABEL_CREATE 1
+#define FLOWLABEL_EXCL 2
+
+/* An empty cgroup with a CPU quota: the scheduler's bandwidth control stays on, whatever
+ * quota an app's cgroup gets or loses (its key counts the cgroups with one). */
+static void hold_cpu_quota(void)
+{
+	static const char quota[] = "100000 100000";
+	const char *dir = CGROUP_ROOT "/berth/static-keys";
+	int fd = -1;
+
+	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) ||
+	    (fd = open(CGROUP_ROOT "/berth/static-keys/cpu.max", O_WRONLY | O_CLOEXEC)) < 0 ||
+	    write(fd, quota, strlen(quota)) != (ssize_t)strlen(quota))
+		journal_logf("static key for CPU quotas not switched in the template: %s",
+			     strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* An open socket, or -1 (and the failure logged): @what names the key it is for. */
+static int held_socket(int family, int type, const char *what)
+{
+	int fd = socket(family, type | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		journal_logf("static key for %s not switched in the template: socket: %s", what,
+			     strerror(errno));
+	return fd;
+}
+
+static void set_option(int fd, int level, int name, const void *value, socklen_t len,
+		       const char *what)
+{
+	if (fd >= 0 && setsockopt(fd, level, name, value, len) < 0)
+		journal_logf("static key for %s not switched in the template: %s", what,
+			     strerror(errno));
+}
+
+void kernel_keys_hold(void)
+{
+	static const int one = 1;
+	/* Held until the VM stops: their keys count users, and go off with the last. */
+	int stamp = held_socket(AF_UNIX, SOCK_DGRAM, "socket timestamps");
+	int tcp4 = held_socket(AF_INET, SOCK_STREAM, "TCP MD5 keys");
+	int tcp6 = held_socket(AF_INET6, SOCK_STREAM, "IPv6 hop counts");
+	int udp6 = held_socket(AF_INET6, SOCK_DGRAM, "UDP encapsulation");
+	struct tcp_md5sig md5 = {.tcpm_keylen = 1, .tcpm_key = {1}};
+	struct sockaddr_in *peer = (struct sockaddr_in *)&md5.tcpm_addr;
+	int encap = UDP_ENCAP_L2TPINUDP;
+	struct flowlabel_request label = {
+		.dst = IN6ADDR_LOOPBACK_INIT,
+		.label = htonl(0x5eed),
+		.action = FLOWLABEL_GET,
+		.share = FLOWLABEL_SHARE_EXCL,
+		.flags = FLOWLABEL_CREATE | FLOWLABEL_EXCL,
+	};
+
+	set_option(stamp, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one), "socket timestamps");
+	/* One-way keys, on at the first socket that asks. */
+	set_option(tcp4, IPPROTO_IP, IP_MINTTL, &one, sizeof(one), "IPv4 minimum TTLs");
+	set_option(tcp6, IPPROTO_IPV6, IPV6_MINHOPCOUNT, &one, sizeof(one), "IPv6 hop counts");
+	peer->sin_family = AF_INET;
+	peer->sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1);
+	set_option(tcp4, IPPROTO_TCP, TCP_MD5SIG, &md5, sizeof(md5), "TCP MD5 keys");
+	/* An IPv6 socket's encapsulation counts for UDP over IPv4 and IPv6 both. */
+	set_option(udp6, IPPROTO_UDP, UDP_ENCAP, &encap, sizeof(encap), "UDP encapsulation");
+	set_option(udp6, IPPROTO_IPV6, FLOWLABEL_MGR, &label, sizeof(label),
+		   "exclusive IPv6 flow labels");
+	hold_cpu_quota();
+	/* tcp6's key is on for good; the rest stay open, close-on-exec, in PID 1. */
+	if (tcp6 >= 0)
+		close(tcp6);
+}
+
+/* One listener on loopback (@reuse: two UDP sockets sharing a port), connected to or sent
+ * to once, so that the kernel's lookups hash with their secrets. */
+static void draw_over_loopback(int family, int type)
+{
+	struct sockaddr_storage a = {};
+	socklen_t len =
+		family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	static const int one = 1;
+	int fds[3] = {-1, -1, -1}, n = type == SOCK_DGRAM ? 2 : 1;
+	char byte = 0;
+
+	a.ss_family = family;
+	if (family == AF_INET)
+		((struct sockaddr_in *)&a)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else
+		((struct sockaddr_in6 *)&a)->sin6_addr = in6addr_loopback;
+	for (int i = 0; i < n; i++) {
+		fds[i] = socket(family, type | SOCK_CLOEXEC, 0);
+		if (fds[i] < 0 ||
+		    setsockopt(fds[i], SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+		    bind(fds[i], (struct sockaddr *)&a, len) < 0 ||
+		    getsockname(fds[i], (struct sockaddr *)&a, &len) < 0)
+			goto fail;
+	}
+	if (type == SOCK_STREAM && listen(fds[0], 1) < 0)
+		goto fail;
+	fds[2] = socket(family, type | SOCK_CLOEXEC, 0);
+	if (fds[2] < 0 || connect(fds[2], (struct sockaddr *)&a, len) < 0 ||
+	    (type == SOCK_DGRAM && send(fds[2], &byte, 1, 0) != 1))
+		goto fail;
+	goto out;
+fail:
+	journal_logf("the kernel's %s secrets over %s loopback not drawn at the resume: %s",
+		     type == SOCK_STREAM ? "TCP" : "UDP", family == AF_INET ? "IPv4" : "IPv6",
+		     strerror(errno));
+out:
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+void kernel_keys_draw_once(void)
+{
+	draw_over_loopback(AF_INET, SOCK_STREAM);
+	draw_over_loopback(AF_INET6, SOCK_STREAM);
+	draw_over_loopback(AF_INET, SOCK_DGRAM);
+	draw_over_loopback(AF_INET6, SOCK_DGRAM);
+}

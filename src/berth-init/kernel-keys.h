@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The kernel's static keys, switched where no restored VM switches them.
+ *
+ * Switching a static key patches the kernel's text. A restored VM under TCG runs a host
+ * thread per vCPU, and QEMU's translations there are not coherent with such a patch: a
+ * vCPU translating a patched site while another finishes the patch can keep a stale
+ * translation (docs/warm-start.md). So a restored VM must not patch its text while its
+ * apps run: what an app could switch, the template switches for every VM, and what the
+ * kernel switches on its first use of a random secret, each restored VM makes it use at
+ * its resume, before anything else runs.
+ */
+
+/* The template: switch on, and hold on for the VM's life, the static keys an unprivileged
+ * app can switch with a socket option (timestamps, a minimum TTL or hop count, a TCP MD5
+ * key, UDP encapsulation, an exclusive IPv6 flow label) or its manifest (a CPU quota).
+ * After confine_cgroups_setup(). Logs what fails. */
+void kernel_keys_hold(void);
+
+/* A restored VM, after its reseed: the TCP and UDP secrets the kernel draws once, and
+ * switches a static key off after, drawn now over loopback (each VM draws its own). */
+void kernel_keys_draw_once(void);

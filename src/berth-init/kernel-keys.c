@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "confine.h"
@@ -106,15 +107,15 @@ void kernel_keys_hold(void)
 		close(tcp6);
 }
 
-/* One listener on loopback (@reuse: two UDP sockets sharing a port), connected to or sent
- * to once, so that the kernel's lookups hash with their secrets. */
-static void draw_over_loopback(int family, int type)
+/* One listener on loopback (two UDP sockets sharing a port), connected to or sent to
+ * once, so that the kernel's lookups hash with their secrets. 0, or -errno. */
+static int draw_over_loopback(int family, int type)
 {
 	struct sockaddr_storage a = {};
 	socklen_t len =
 		family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	static const int one = 1;
-	int fds[3] = {-1, -1, -1}, n = type == SOCK_DGRAM ? 2 : 1;
+	int fds[3] = {-1, -1, -1}, n = type == SOCK_DGRAM ? 2 : 1, r = 0;
 	char byte = 0;
 
 	a.ss_family = family;
@@ -122,35 +123,67 @@ static void draw_over_loopback(int family, int type)
 		((struct sockaddr_in *)&a)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	else
 		((struct sockaddr_in6 *)&a)->sin6_addr = in6addr_loopback;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && r == 0; i++) {
 		fds[i] = socket(family, type | SOCK_CLOEXEC, 0);
 		if (fds[i] < 0 ||
 		    setsockopt(fds[i], SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
 		    bind(fds[i], (struct sockaddr *)&a, len) < 0 ||
 		    getsockname(fds[i], (struct sockaddr *)&a, &len) < 0)
-			goto fail;
+			r = -errno;
 	}
-	if (type == SOCK_STREAM && listen(fds[0], 1) < 0)
-		goto fail;
-	fds[2] = socket(family, type | SOCK_CLOEXEC, 0);
-	if (fds[2] < 0 || connect(fds[2], (struct sockaddr *)&a, len) < 0 ||
-	    (type == SOCK_DGRAM && send(fds[2], &byte, 1, 0) != 1))
-		goto fail;
-	goto out;
-fail:
-	journal_logf("the kernel's %s secrets over %s loopback not drawn at the resume: %s",
-		     type == SOCK_STREAM ? "TCP" : "UDP", family == AF_INET ? "IPv4" : "IPv6",
-		     strerror(errno));
-out:
+	if (r == 0 && type == SOCK_STREAM && listen(fds[0], 1) < 0)
+		r = -errno;
+	if (r == 0) {
+		fds[2] = socket(family, type | SOCK_CLOEXEC, 0);
+		if (fds[2] < 0 || connect(fds[2], (struct sockaddr *)&a, len) < 0 ||
+		    (type == SOCK_DGRAM && send(fds[2], &byte, 1, 0) != 1))
+			r = -errno;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	return r;
 }
 
-void kernel_keys_draw_once(void)
+static const struct {
+	int family, type;
+	const char *what;
+} draws[] = {
+	{AF_INET, SOCK_STREAM, "TCP over IPv4"},
+	{AF_INET6, SOCK_STREAM, "TCP over IPv6"},
+	{AF_INET, SOCK_DGRAM, "UDP over IPv4"},
+	{AF_INET6, SOCK_DGRAM, "UDP over IPv6"},
+};
+
+pid_t kernel_keys_draw_once_start(void)
 {
-	draw_over_loopback(AF_INET, SOCK_STREAM);
-	draw_over_loopback(AF_INET6, SOCK_STREAM);
-	draw_over_loopback(AF_INET, SOCK_DGRAM);
-	draw_over_loopback(AF_INET6, SOCK_DGRAM);
+	/* A child of PID 1's, which must not touch the journal (its channel is PID 1's): its
+	 * exit code says which draws failed. */
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int failed = 0;
+
+		for (size_t i = 0; i < ELEMENTSOF(draws); i++)
+			if (draw_over_loopback(draws[i].family, draws[i].type) < 0)
+				failed |= 1 << i;
+		_exit(failed);
+	}
+	if (pid < 0)
+		journal_logf("the kernel's once-drawn secrets were not drawn at the resume: "
+			     "fork: %s",
+			     strerror(errno));
+	return pid;
+}
+
+void kernel_keys_draw_once_wait(pid_t pid)
+{
+	int status;
+
+	if (pid <= 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(draws); i++)
+		if (WEXITSTATUS(status) & (1 << i))
+			journal_logf("the kernel's %s secrets were not drawn at the resume",
+				     draws[i].what);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <sys/types.h>
+
 /*
  * The kernel's static keys, switched where no restored VM switches them.
  *
@@ -20,5 +22,10 @@
 void kernel_keys_hold(void);
 
 /* A restored VM, after its reseed: the TCP and UDP secrets the kernel draws once, and
- * switches a static key off after, drawn now over loopback (each VM draws its own). */
-void kernel_keys_draw_once(void);
+ * switches a static key off after, drawn over loopback by a child (each VM draws its own).
+ * Its pid, or -1 (logged). */
+pid_t kernel_keys_draw_once_start(void);
+
+/* Wait for that child, before anything else may use TCP or UDP; logs what it could not
+ * draw. */
+void kernel_keys_draw_once_wait(pid_t pid);

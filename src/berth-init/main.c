@@ -60,6 +60,7 @@ typedef struct Init {
 	json_t *secrets; /* values: never logged, never in an event */
 	bool shutting_down;
 	bool state_mounted;
+	pid_t drawing_secrets; /* a restored VM's kernel_keys_draw_once_start() */
 	int exit_code;
 	const char *power_off_reason;
 } Init;
@@ -266,9 +267,16 @@ static int resume_requested(const json_t *req, char *err, size_t errlen, void *u
 		return 0;
 	/* What the journal holds so far is the template's boot, not this VM's. */
 	journal_restart();
-	/* While nothing else runs: the kernel patches its text once these secrets are drawn. */
-	kernel_keys_draw_once();
+	/* Reseeded: the secrets the kernel draws once are this VM's, drawn (and the kernel's
+	 * text patched) by a child before anything else may use TCP or UDP (see init_phase),
+	 * while berth-init goes on and the warm Node rehearses. */
+	init.drawing_secrets = kernel_keys_draw_once_start();
 	node_warm_rehearse();
+	r = resume_disks_ready(err, errlen);
+	if (r < 0) {
+		journal_logf("resume refused: %s", err);
+		return r;
+	}
 	journal_event("restored", json_pack("{s:I}", "templateUptimeMs", (json_int_t)template_ms));
 	ev_exit(init.loop, 0);
 	return 0;
@@ -532,14 +540,26 @@ static int check_container(void)
 	return r;
 }
 
+/* Nothing uses TCP or UDP before a restored VM's kernel has drawn its secrets. */
+static int kernel_secrets_drawn(void)
+{
+	kernel_keys_draw_once_wait(init.drawing_secrets);
+	init.drawing_secrets = 0;
+	return 0;
+}
+
 static int init_phase(void)
 {
 	static const struct {
 		const char *phase;
 		int (*run)(void);
 	} steps[] = {
-		{"container", check_container}, {"state", setup_state_disk}, {"layer", setup_layer},
-		{"boot-disk", setup_boot_disk}, {"apps", setup_apps},
+		{"container", check_container},
+		{"state", setup_state_disk},
+		{"layer", setup_layer},
+		{"boot-disk", setup_boot_disk},
+		{"kernel secrets", kernel_secrets_drawn},
+		{"apps", setup_apps},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(steps); i++) {

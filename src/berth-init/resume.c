@@ -25,8 +25,9 @@
 static struct {
 	bool done;
 	bool state, boot;
-	unsigned apps;	  /* app0 .. app<apps-1> are real */
-	char boot_id[37]; /* the boot it was resumed as */
+	unsigned apps;	      /* app0 .. app<apps-1> are real */
+	uint64_t state_bytes; /* the state disk's real size */
+	char boot_id[37];     /* the boot it was resumed as */
 } resumed;
 
 bool resume_is_template(void)
@@ -199,7 +200,6 @@ int resume_apply(const json_t *req, char *err, size_t errlen)
 	json_t *ns = json_object_get(req, "realtimeNs"), *disks = json_object_get(req, "disks");
 	json_t *apps = json_object_get(disks, "apps");
 	struct timespec ts;
-	char serial[16];
 	int r;
 
 	/* The host sends it again when a session reset may have lost the answer. */
@@ -233,10 +233,16 @@ int resume_apply(const json_t *req, char *err, size_t errlen)
 	resumed.boot = json_is_true(json_object_get(disks, "boot"));
 	resumed.apps = (unsigned)json_integer_value(apps);
 	resumed.done = true;
-	r = resumed.state ? wait_state_size((uint64_t)json_integer_value(
-						    json_object_get(disks, "stateBytes")),
-					    err, errlen)
-			  : 0;
+	resumed.state_bytes = (uint64_t)json_integer_value(json_object_get(disks, "stateBytes"));
+	return 0;
+}
+
+int resume_disks_ready(char *err, size_t errlen)
+{
+	char serial[16];
+	int r;
+
+	r = resumed.state ? wait_state_size(resumed.state_bytes, err, errlen) : 0;
 	if (r >= 0 && resumed.state)
 		r = disk_flush_cache("state", err, errlen);
 	if (r >= 0 && resumed.boot)

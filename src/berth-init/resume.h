@@ -44,9 +44,17 @@ bool resume_done(void);
 bool resume_disk_real(const char *serial);
 
 /*
- * resume_apply() - act on the host's resume request @req, once. A repeat for the same
- * boot (the host sends it again after a channel reset) returns 1 and changes nothing;
- * any other second request is refused. Returns 0, or -errno with why in @err (the VM then
+ * resume_apply() - act on the host's resume request @req, once: reseed the kernel's RNG,
+ * set the clock, take the boot id and which disks are real. A repeat for the same boot
+ * (the host sends it again after a channel reset) returns 1 and changes nothing; any
+ * other second request is refused. Returns 0, or -errno with why in @err (the VM then
  * powers off: a restored VM that cannot be made its own must not run apps).
  */
 int resume_apply(const json_t *req, char *err, size_t errlen);
+
+/*
+ * resume_disks_ready() - after resume_apply(): wait until the kernel sees the state disk
+ * at its real size, and drop the template's cached blocks of the real disks. 0, or -errno
+ * with why in @err (fatal as for resume_apply()).
+ */
+int resume_disks_ready(char *err, size_t errlen);

@@ -2,13 +2,12 @@
 // Notes kept as a pretty-printed JSON array in $BERTH_WORKSPACE_ROOT/notes.json
 // (/workspace/notes.json in a sandbox). Publishes notes.added and notes.completed.
 // add_note and complete_note answer only once the file is on the disk (writeFileDurable),
-// so an acknowledged note survives the VM being killed right after. The file is read once,
-// with one synchronous call (node:fs/promises' readFile is four trips through libuv's
-// thread pool, about 2 ms more under emulation), and the notes are kept in memory after:
-// a read of the file cost list_notes about 2 ms of its 4 under emulation
-// (docs/benchmarks.md).
+// so an acknowledged note survives the VM being killed right after. The file is read with
+// one synchronous call (node:fs/promises' readFile is four trips through libuv's thread
+// pool, about 2 ms more under emulation), and only when it changed: reading and checking
+// it was about 2 ms of list_notes' 4 under emulation (docs/benchmarks.md).
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { defineApp, writeFileDurable, type ContextBusClient } from "@berthos/sdk";
 import { z } from "zod";
@@ -38,19 +37,32 @@ function loadNotes(): Note[] {
 	}
 }
 
-// notes.json has one writer, this app: it is read once, at the first call, and the notes
-// are kept as last written from then on. Callers get copies, which they may change.
-let kept: Note[] | undefined;
+// The notes as last read, with the file's identity then (inode, size, times): a list_notes
+// while notes.json is unchanged costs a stat, not a read and a check of every note. A file
+// changed in the last 100 ms is read every time: the kernel's file times are coarse (a few
+// ms), and an edit of the same length in the same tick would keep them. Callers get
+// copies, which they may change.
+let kept: { notes: Note[]; stamp: string } | undefined;
+
+function stampOf(): string | undefined {
+	try {
+		const s = statSync(notesFile(), { bigint: true });
+		if (BigInt(Date.now()) * 1_000_000n - s.ctimeNs < 100_000_000n) return undefined;
+		return `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+	} catch {
+		return "none";
+	}
+}
 
 function readNotes(): Note[] {
-	kept ??= loadNotes();
-	return kept.map((n) => ({ ...n }));
+	const stamp = stampOf();
+	if (stamp === undefined || kept?.stamp !== stamp) kept = { notes: loadNotes(), stamp: stamp ?? "" };
+	return kept.notes.map((n) => ({ ...n }));
 }
 
 async function writeNotes(notes: Note[]): Promise<void> {
 	// 0o666 less the umask: the mode notes.json has always had (fs.writeFile's).
 	await writeFileDurable(notesFile(), JSON.stringify(notes, null, 2) + "\n", { mode: 0o666, mkdir: true });
-	kept = notes.map((n) => ({ ...n }));
 }
 
 // Requests run concurrently; changes to the file go one at a time.

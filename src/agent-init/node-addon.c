@@ -18,11 +18,11 @@
 #include <fcntl.h>
 #include <node_api.h>
 #include <openssl/rand.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>

@@ -232,6 +232,13 @@ int confine_cgroups_setup(void)
 	return 0;
 }
 
+int confine_cgroup_hold_cpu_quota(void)
+{
+	if (mkdir(CGROUP_ROOT "/berth/static-keys", 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return write_text(CGROUP_ROOT "/berth/static-keys/cpu.max", "100000 100000");
+}
+
 /* The limits are the policy decoder's: known keys, values of [0-9a-z ] only. */
 int confine_app_cgroup(const char *name, AppConfinement *c, char *why, size_t whylen)
 {

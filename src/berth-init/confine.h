@@ -46,6 +46,10 @@ int confine_precreate(const char *const *names, const AppConfinement *const *app
 
 /* The cgroup tree: /berth/daemons (berth-init) and /berth/apps, controllers delegated. */
 int confine_cgroups_setup(void);
+/* /berth/static-keys: empty, with a CPU quota, so that the scheduler's bandwidth control
+ * (a static key that counts the cgroups with a quota) stays on whatever the apps' cgroups
+ * get or lose (kernel-keys.h). 0 or -errno. */
+int confine_cgroup_hold_cpu_quota(void);
 /* /berth/apps/<name> with the policy's cgroupLimits, read back; -EPERM with @why when a
  * limit did not apply (the app is then refused in strict mode). */
 int confine_app_cgroup(const char *name, AppConfinement *c, char *why, size_t whylen);

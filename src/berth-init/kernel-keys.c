@@ -1,110 +1,86 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kernel's static keys switched in the template or at the resume (kernel-keys.h). */
 #include "kernel-keys.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <netinet/udp.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "confine.h"
 #include "journal.h"
 #include "macros.h"
+#include "missing-in6.h"
 
-#ifndef UDP_ENCAP_L2TPINUDP
-#define UDP_ENCAP_L2TPINUDP 3
-#endif
-
-/* linux/in6.h's, which clashes with netinet/in.h. */
-struct flowlabel_request {
-	struct in6_addr dst;
-	uint32_t label;
-	uint8_t action, share;
-	uint16_t flags, expires, linger;
-	uint32_t pad;
-};
-#define FLOWLABEL_MGR 32
-#define FLOWLABEL_GET 0
-#define FLOWLABEL_SHARE_EXCL 1
-#define FLOWLABEL_CREATE 1
-#define FLOWLABEL_EXCL 2
-
-/* An empty cgroup with a CPU quota: the scheduler's bandwidth control stays on, whatever
- * quota an app's cgroup gets or loses (its key counts the cgroups with one). */
-static void hold_cpu_quota(void)
+/* Each returns 0, or -1 with the failure logged. */
+static int held_socket(int family, int type, const char *what, int *ret)
 {
-	static const char quota[] = "100000 100000";
-	const char *dir = CGROUP_ROOT "/berth/static-keys";
-	int fd = -1;
-
-	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) ||
-	    (fd = open(CGROUP_ROOT "/berth/static-keys/cpu.max", O_WRONLY | O_CLOEXEC)) < 0 ||
-	    write(fd, quota, strlen(quota)) != (ssize_t)strlen(quota))
-		journal_logf("static key for CPU quotas not switched in the template: %s",
-			     strerror(errno));
-	if (fd >= 0)
-		close(fd);
+	*ret = socket(family, type | SOCK_CLOEXEC, 0);
+	if (*ret >= 0)
+		return 0;
+	journal_logf("static key for %s not switched in the template: socket: %s", what,
+		     strerror(errno));
+	return -1;
 }
 
-/* An open socket, or -1 (and the failure logged): @what names the key it is for. */
-static int held_socket(int family, int type, const char *what)
+static int set_option(int fd, int level, int name, const void *value, socklen_t len,
+		      const char *what)
 {
-	int fd = socket(family, type | SOCK_CLOEXEC, 0);
-
 	if (fd < 0)
-		journal_logf("static key for %s not switched in the template: socket: %s", what,
-			     strerror(errno));
-	return fd;
+		return -1;
+	if (setsockopt(fd, level, name, value, len) == 0)
+		return 0;
+	journal_logf("static key for %s not switched in the template: %s", what, strerror(errno));
+	return -1;
 }
 
-static void set_option(int fd, int level, int name, const void *value, socklen_t len,
-		       const char *what)
-{
-	if (fd >= 0 && setsockopt(fd, level, name, value, len) < 0)
-		journal_logf("static key for %s not switched in the template: %s", what,
-			     strerror(errno));
-}
-
-void kernel_keys_hold(void)
+int kernel_keys_hold(void)
 {
 	static const int one = 1;
-	/* Held until the VM stops: their keys count users, and go off with the last. */
-	int stamp = held_socket(AF_UNIX, SOCK_DGRAM, "socket timestamps");
-	int tcp4 = held_socket(AF_INET, SOCK_STREAM, "TCP MD5 keys");
-	int tcp6 = held_socket(AF_INET6, SOCK_STREAM, "IPv6 hop counts");
-	int udp6 = held_socket(AF_INET6, SOCK_DGRAM, "UDP encapsulation");
+	int tcp4 = -1, tcp6 = -1, udp6 = -1, encap = UDP_ENCAP_L2TPINUDP, r, failed = 0;
 	struct tcp_md5sig md5 = {.tcpm_keylen = 1, .tcpm_key = {1}};
 	struct sockaddr_in *peer = (struct sockaddr_in *)&md5.tcpm_addr;
-	int encap = UDP_ENCAP_L2TPINUDP;
-	struct flowlabel_request label = {
+	struct in6_flowlabel_request label = {
 		.dst = IN6ADDR_LOOPBACK_INIT,
 		.label = htonl(0x5eed),
-		.action = FLOWLABEL_GET,
-		.share = FLOWLABEL_SHARE_EXCL,
-		.flags = FLOWLABEL_CREATE | FLOWLABEL_EXCL,
+		.action = IPV6_FL_ACTION_GET,
+		.share = IPV6_FL_SHARE_EXCL,
+		.flags = IPV6_FL_FLAG_CREATE | IPV6_FL_FLAG_EXCL,
 	};
 
-	set_option(stamp, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one), "socket timestamps");
-	/* One-way keys, on at the first socket that asks. */
-	set_option(tcp4, IPPROTO_IP, IP_MINTTL, &one, sizeof(one), "IPv4 minimum TTLs");
-	set_option(tcp6, IPPROTO_IPV6, IPV6_MINHOPCOUNT, &one, sizeof(one), "IPv6 hop counts");
+	/* Held until the VM stops, close-on-exec, in PID 1: these keys count their users
+	 * and go off with the last. tcp6's are one-way: it is closed after. */
+	failed |= held_socket(AF_INET, SOCK_STREAM, "TCP MD5 keys", &tcp4);
+	failed |= held_socket(AF_INET6, SOCK_STREAM, "IPv6 hop counts", &tcp6);
+	failed |= held_socket(AF_INET6, SOCK_DGRAM, "UDP encapsulation", &udp6);
+	/* An inet socket's: a unix socket's timestamps need no network time stamps. */
+	failed |=
+		set_option(udp6, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one), "socket timestamps");
+	failed |= set_option(tcp4, IPPROTO_IP, IP_MINTTL, &one, sizeof(one), "IPv4 minimum TTLs");
+	failed |= set_option(tcp6, IPPROTO_IPV6, IPV6_MINHOPCOUNT, &one, sizeof(one),
+			     "IPv6 hop counts");
 	peer->sin_family = AF_INET;
 	peer->sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1);
-	set_option(tcp4, IPPROTO_TCP, TCP_MD5SIG, &md5, sizeof(md5), "TCP MD5 keys");
+	failed |= set_option(tcp4, IPPROTO_TCP, TCP_MD5SIG, &md5, sizeof(md5), "TCP MD5 keys");
 	/* An IPv6 socket's encapsulation counts for UDP over IPv4 and IPv6 both. */
-	set_option(udp6, IPPROTO_UDP, UDP_ENCAP, &encap, sizeof(encap), "UDP encapsulation");
-	set_option(udp6, IPPROTO_IPV6, FLOWLABEL_MGR, &label, sizeof(label),
-		   "exclusive IPv6 flow labels");
-	hold_cpu_quota();
-	/* tcp6's key is on for good; the rest stay open, close-on-exec, in PID 1. */
+	failed |= set_option(udp6, IPPROTO_UDP, UDP_ENCAP, &encap, sizeof(encap),
+			     "UDP encapsulation");
+	failed |= set_option(udp6, IPPROTO_IPV6, IPV6_FLOWLABEL_MGR_OPT, &label, sizeof(label),
+			     "exclusive IPv6 flow labels");
+	r = confine_cgroup_hold_cpu_quota();
+	if (r < 0) {
+		journal_logf("static key for CPU quotas not switched in the template: %s",
+			     strerror(-r));
+		failed = -1;
+	}
 	if (tcp6 >= 0)
 		close(tcp6);
+	return failed ? -EIO : 0;
 }
 
 /* One listener on loopback (two UDP sockets sharing a port), connected to or sent to
@@ -155,6 +131,22 @@ static const struct {
 	{AF_INET6, SOCK_DGRAM, "UDP over IPv6"},
 };
 
+/* The child's exit status, should PID 1's reaping of orphans have taken it first. */
+static struct {
+	pid_t pid;
+	int status;
+	bool reaped;
+} drawer;
+
+bool kernel_keys_child_exited(pid_t pid, int status)
+{
+	if (pid <= 0 || pid != drawer.pid)
+		return false;
+	drawer.status = status;
+	drawer.reaped = true;
+	return true;
+}
+
 pid_t kernel_keys_draw_once_start(void)
 {
 	/* A child of PID 1's, which must not touch the journal (its channel is PID 1's): its
@@ -180,8 +172,17 @@ void kernel_keys_draw_once_wait(pid_t pid)
 {
 	int status;
 
-	if (pid <= 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+	if (pid <= 0 || pid != drawer.pid)
 		return;
+	if (drawer.reaped)
+		status = drawer.status;
+	else if (waitpid(pid, &status, 0) != pid)
+		return;
+	drawer.pid = 0;
+	if (!WIFEXITED(status)) {
+		journal_logf("the kernel's once-drawn secrets: the child drawing them died");
+		return;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(draws); i++)
 		if (WEXITSTATUS(status) & (1 << i))
 			journal_logf("the kernel's %s secrets were not drawn at the resume",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /*
@@ -18,8 +19,9 @@
 /* The template: switch on, and hold on for the VM's life, the static keys an unprivileged
  * app can switch with a socket option (timestamps, a minimum TTL or hop count, a TCP MD5
  * key, UDP encapsulation, an exclusive IPv6 flow label) or its manifest (a CPU quota).
- * After confine_cgroups_setup(). Logs what fails. */
-void kernel_keys_hold(void);
+ * After confine_cgroups_setup(). 0, or -EIO with what failed logged: the template must not
+ * be saved then, or its restored VMs would patch their text. */
+int kernel_keys_hold(void);
 
 /* A restored VM, after its reseed: the TCP and UDP secrets the kernel draws once, and
  * switches a static key off after, drawn over loopback by a child (each VM draws its own).
@@ -27,5 +29,8 @@ void kernel_keys_hold(void);
 pid_t kernel_keys_draw_once_start(void);
 
 /* Wait for that child, before anything else may use TCP or UDP; logs what it could not
- * draw. */
+ * draw. The kernel switches each key off from a work queue, a moment after its draw. */
 void kernel_keys_draw_once_wait(pid_t pid);
+
+/* For PID 1's reaping of its children: whether @pid was that child (its @status kept). */
+bool kernel_keys_child_exited(pid_t pid, int status);

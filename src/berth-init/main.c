@@ -316,8 +316,10 @@ static int template_phase(void)
 	if (cg < 0)
 		journal_logf("no cgroup tree in the template (%s); each restored VM makes it",
 			     strerror(-cg));
-	/* The same for the keys an app could switch with a socket option (kernel-keys.h). */
-	kernel_keys_hold();
+	/* The same for the keys an app could switch (kernel-keys.h): a template without them
+	 * is not saved, and VMs boot cold. */
+	if (kernel_keys_hold() < 0)
+		return -EIO;
 	resume_template_shed_memory();
 	journal_event("template_ready", NULL);
 	dprintf(STDOUT_FILENO, "%s\n", VM_TEMPLATE_READY);
@@ -380,7 +382,8 @@ static void reap_children(void)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
 		if (!apps_child_exited(pid, status) && !egress_child_exited(pid, status) &&
 		    !github_child_exited(pid, status) && !browser_child_exited(pid, status) &&
-		    !zygote_child_exited(pid, status) && !node_warm_child_exited(pid, status))
+		    !zygote_child_exited(pid, status) && !node_warm_child_exited(pid, status) &&
+		    !kernel_keys_child_exited(pid, status))
 			(void)context_child_exited(pid, status);
 }
 

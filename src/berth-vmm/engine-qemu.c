@@ -94,8 +94,9 @@ static int qemu_build_argv(const VmConfig *cfg, char ***ret)
 	 * per vCPU, a guest CPU could keep a stale translation of kernel text another was
 	 * patching (a static key's int3), and the guest died in an early initcall ("Fatal
 	 * exception in interrupt" just past the breakpoint) now and then on a loaded host. A
-	 * restored VM patches no text while its apps run (berth-init's kernel-keys.h), and
-	 * gets a thread per vCPU: its code is translated afresh, on every host CPU at once.
+	 * restored VM's template switched on the static keys an app was found to reach, so
+	 * that its apps do not patch the text (berth-init's kernel-keys.h): it gets a thread
+	 * per vCPU, and its code is translated afresh on every host CPU at once.
 	 */
 	argv_add(&b, "%s",
 		 cfg->accel != ACCEL_TCG ? accel_to_string(cfg->accel)

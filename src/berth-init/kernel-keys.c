@@ -147,7 +147,7 @@ bool kernel_keys_child_exited(pid_t pid, int status)
 	return true;
 }
 
-pid_t kernel_keys_draw_once_start(void)
+void kernel_keys_draw_once_start(void)
 {
 	/* A child of PID 1's, which must not touch the journal (its channel is PID 1's): its
 	 * exit code says which draws failed. */
@@ -165,14 +165,15 @@ pid_t kernel_keys_draw_once_start(void)
 		journal_logf("the kernel's once-drawn secrets were not drawn at the resume: "
 			     "fork: %s",
 			     strerror(errno));
-	return pid;
+	drawer.pid = pid;
 }
 
-void kernel_keys_draw_once_wait(pid_t pid)
+void kernel_keys_draw_once_wait(void)
 {
+	pid_t pid = drawer.pid;
 	int status;
 
-	if (pid <= 0 || pid != drawer.pid)
+	if (pid <= 0)
 		return;
 	if (drawer.reaped)
 		status = drawer.status;
@@ -187,4 +188,5 @@ void kernel_keys_draw_once_wait(pid_t pid)
 		if (WEXITSTATUS(status) & (1 << i))
 			journal_logf("the kernel's %s secrets were not drawn at the resume",
 				     draws[i].what);
+	journal_event("kernel_secrets_drawn", json_pack("{s:i}", "failed", WEXITSTATUS(status)));
 }

@@ -25,12 +25,13 @@ int kernel_keys_hold(void);
 
 /* A restored VM, after its reseed: the TCP and UDP secrets the kernel draws once, and
  * switches a static key off after, drawn over loopback by a child (each VM draws its own).
- * Its pid, or -1 (logged). */
-pid_t kernel_keys_draw_once_start(void);
+ * A failure to start it is logged. */
+void kernel_keys_draw_once_start(void);
 
-/* Wait for that child, before anything else may use TCP or UDP; logs what it could not
- * draw. The kernel switches each key off from a work queue, a moment after its draw. */
-void kernel_keys_draw_once_wait(pid_t pid);
+/* Wait for that child, if one was started, before anything else may use TCP or UDP; logs
+ * what it could not draw. The kernel switches each key off from a work queue, a moment
+ * after its draw. */
+void kernel_keys_draw_once_wait(void);
 
 /* For PID 1's reaping of its children: whether @pid was that child (its @status kept). */
 bool kernel_keys_child_exited(pid_t pid, int status);

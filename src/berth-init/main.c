@@ -60,7 +60,6 @@ typedef struct Init {
 	json_t *secrets; /* values: never logged, never in an event */
 	bool shutting_down;
 	bool state_mounted;
-	pid_t drawing_secrets; /* a restored VM's kernel_keys_draw_once_start() */
 	int exit_code;
 	const char *power_off_reason;
 } Init;
@@ -270,7 +269,7 @@ static int resume_requested(const json_t *req, char *err, size_t errlen, void *u
 	/* Reseeded: the secrets the kernel draws once are this VM's, drawn (and the kernel's
 	 * text patched) by a child before anything else may use TCP or UDP (see init_phase),
 	 * while berth-init goes on and the warm Node rehearses. */
-	init.drawing_secrets = kernel_keys_draw_once_start();
+	kernel_keys_draw_once_start();
 	node_warm_rehearse();
 	r = resume_disks_ready(err, errlen);
 	if (r < 0) {
@@ -546,8 +545,7 @@ static int check_container(void)
 /* Nothing uses TCP or UDP before a restored VM's kernel has drawn its secrets. */
 static int kernel_secrets_drawn(void)
 {
-	kernel_keys_draw_once_wait(init.drawing_secrets);
-	init.drawing_secrets = 0;
+	kernel_keys_draw_once_wait();
 	return 0;
 }
 

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_artifacts
 new_home
-plan 94
+plan 95
 pids=()
 trap 'kill -INT "${pids[@]}" 2>/dev/null; sleep 1; kill_home_vms; rm -rf "$BERTH_HOME"' EXIT
 
@@ -197,6 +197,11 @@ import json, sys
 ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 print(" ".join(e.get("start", "?") for e in ev if e.get("event") == "app_started"))'
 }
+check "berth-init waited for its child to draw the kernel's once-drawn secrets, which drew them all" \
+	test "$(control berth-dev-alpha | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+print([e["failed"] for e in ev if e.get("event") == "kernel_secrets_drawn"])')" = "[0]"
 check "a restored VM's Python app is a fork of the warm runtime, not an exec" \
 	test "$(started_as alpha)" = "warm runtime"
 st=$(ida status)
